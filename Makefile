@@ -1,0 +1,34 @@
+# shadowreplay developer entry points. `make setup` once, `make demo` for the story, `make test` for CI.
+PY312 := $(shell scripts/find-python 3.12)
+PY311 := $(shell scripts/find-python 3.11)
+VENV := .venv
+VLLM_VENV := .venv-vllm
+
+.PHONY: setup vllm demo test test-fast bench clean
+
+setup: $(VENV)/.installed vllm
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PY312)" || { echo "Python 3.12 is required (mitmproxy 12 needs it)"; exit 1; }
+	test -x $(VENV)/bin/python || $(PY312) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+# The shadow engine: vLLM for the CPU in its own Python 3.11 venv (see docs/shadow.md).
+vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: scripts/install-vllm
+	scripts/install-vllm $(VLLM_VENV)
+	touch $@
+
+demo: setup
+	$(VENV)/bin/shadowreplay demo
+
+test: setup
+	$(VENV)/bin/python -m pytest
+
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -m 'not slow'
+
+clean:
+	rm -rf $(VENV) $(VLLM_VENV) .cache

@@ -1,0 +1,1 @@
+"""PII scrubbing: keyed, deterministic, length-preserving substitutes (see docs/anonymize.md)."""

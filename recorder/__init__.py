@@ -1,0 +1,1 @@
+"""The recorder: a mitmproxy addon that writes scrubbed gateway traffic to Parquet."""

@@ -1,0 +1,1 @@
+"""The replayer: open-loop, timestamp-faithful shadow replay of a recording."""

@@ -1,0 +1,71 @@
+"""The `shadowreplay` console script. Each package registers its own subcommands; this module
+only dispatches and turns user errors into one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from . import __version__
+from .errors import ShadowReplayError
+
+# (module, what it registers). Each module has `register(subparsers)`; heavy imports stay inside
+# the command functions so `shadowreplay --help` is fast.
+COMMAND_MODULES = (
+    "anonymize.cli",  # scrub
+    "recorder.cli",  # record
+    "replayer.cli",  # replay
+    "traces.cli",  # import, export
+    "analysis.cli",  # sql, analyze, compare, report
+    "shadow.cli",  # shadow up/down, demo
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shadowreplay",
+        description="Record LLM gateway traffic (scrubbed), replay it into a shadow vLLM, analyze tail latency.",
+    )
+    parser.add_argument("--version", action="version", version=f"shadowreplay {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name in (name, name.split(".")[0]):  # package not built yet
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        rc = func(args)
+    except ShadowReplayError as e:
+        print(f"shadowreplay {args.command}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"shadowreplay {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

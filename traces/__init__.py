@@ -1,0 +1,1 @@
+"""Importers of public LLM serving traces and exporters to benchmark tools' formats."""
