@@ -1,0 +1,73 @@
+"""Shared fixtures. Area-specific helpers live in tests/<area>_helpers.py."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+TRACES = SHARED / "data" / "traces"
+
+
+def pytest_configure(config):
+    # Tests import the project's packages from the checkout.
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def traces_dir() -> Path:
+    """../shared/data/traces (real public traces). Missing on a checkout without shared/: skip."""
+    if not TRACES.is_dir():
+        pytest.skip(f"{TRACES} not present")
+    return TRACES
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The Python of the vLLM venv (.venv-vllm, made by `make setup`).
+
+    A missing venv is a failure, not a skip, so CI cannot silently skip the real-engine tests;
+    set SHADOWREPLAY_SKIP_VLLM=1 to skip them deliberately on a machine without it."""
+    if os.environ.get("SHADOWREPLAY_SKIP_VLLM") == "1":
+        pytest.skip("SHADOWREPLAY_SKIP_VLLM=1")
+    py = Path(os.environ.get("SHADOWREPLAY_VLLM_PYTHON", REPO / ".venv-vllm" / "bin" / "python"))
+    if not py.exists():
+        pytest.fail(f"vLLM venv not found at {py}: run `make setup` (or set SHADOWREPLAY_SKIP_VLLM=1)")
+    return py
+
+
+@pytest.fixture
+def scrub_key() -> bytes:
+    return b"test-key-0123456789abcdef-not-a-secret"
+
+
+@pytest.fixture
+def key_file(tmp_path_factory, scrub_key) -> Path:
+    """A key file kept away from any output folder."""
+    d = tmp_path_factory.mktemp("keys")
+    p = d / "scrub.key"
+    p.write_bytes(scrub_key)
+    p.chmod(0o600)
+    return p
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
