@@ -4,9 +4,13 @@ PY311 := $(shell scripts/find-python 3.11)
 VENV := .venv
 VLLM_VENV := .venv-vllm
 
-.PHONY: setup vllm demo test test-fast bench clean
+.PHONY: setup vllm chromium demo test test-fast bench clean
 
-setup: $(VENV)/.installed vllm
+setup: $(VENV)/.installed vllm chromium
+
+# Headless Chromium renders the HTML report in the tests (Debian package; needs root or sudo).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || scripts/install-chromium
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PY312)" || { echo "Python 3.12 is required (mitmproxy 12 needs it)"; exit 1; }
