@@ -1,0 +1,82 @@
+"""Class-preserving character substitution: digits stay digits (in their own script, so full-width
+stays full-width), letters keep their case, CJK stays CJK, everything else is kept."""
+
+from __future__ import annotations
+
+import random
+import unicodedata
+
+from .gazetteer import CN_GIVEN_CHARS
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_CONS_L = "bcdfghjklmnprstvwz"
+_VOW_L = "aeiou"
+_HEX_L = "abcdef"
+
+
+def is_cjk(ch: str) -> bool:
+    o = ord(ch)
+    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0x20000 <= o <= 0x2FFFF
+
+
+def digit_like(ch: str, d: int) -> str:
+    """Digit `d` written in the same digit script as `ch` (ASCII, full-width, ...)."""
+    if "0" <= ch <= "9":
+        return chr(48 + d)
+    try:
+        return chr(ord(ch) - unicodedata.decimal(ch) + d)
+    except (TypeError, ValueError):
+        return chr(48 + d)
+
+
+def ascii_digit(ch: str) -> str:
+    if "0" <= ch <= "9":
+        return ch
+    return chr(48 + unicodedata.decimal(ch))
+
+
+def letter_like(ch: str, new_ascii: str) -> str:
+    """`new_ascii` (a letter) with the case and width of `ch`."""
+    o = ord(ch)
+    if 0xFF21 <= o <= 0xFF3A or 0xFF41 <= o <= 0xFF5A:  # full-width Latin
+        base = new_ascii.upper() if o <= 0xFF3A else new_ascii.lower()
+        return chr(ord(base) - 0x20 + 0xFF00)
+    return new_ascii.upper() if ch.isupper() else new_ascii.lower()
+
+
+def fill(orig: str, rng: random.Random, *, pronounceable: bool = False, hex_letters: bool = False) -> str:
+    """Replace every letter/digit of `orig` by a random one of the same class; keep the rest."""
+    out = []
+    vowel_next = False
+    for ch in orig:
+        if ch.isdigit():
+            out.append(digit_like(ch, rng.randrange(10)))
+        elif ch.isalpha():
+            if is_cjk(ch):
+                out.append(rng.choice(CN_GIVEN_CHARS))
+                continue
+            if hex_letters:
+                new = rng.choice(_HEX_L)
+            elif pronounceable:
+                new = rng.choice(_VOW_L if vowel_next else _CONS_L)
+                vowel_next = not vowel_next
+            else:
+                new = rng.choice(_LOWER)
+            if ch.isascii() or 0xFF21 <= ord(ch) <= 0xFF5A:
+                out.append(letter_like(ch, new))
+            else:
+                out.append(new.upper() if ch.isupper() else new)
+        else:
+            out.append(ch)
+            vowel_next = False
+    return "".join(out)
+
+
+def apply_case(template: str, word: str) -> str:
+    """`word` with the capitalisation pattern of `template` (same length)."""
+    if template.isupper():
+        return word.upper()
+    if template.islower():
+        return word.lower()
+    return "".join(w.upper() if t.isupper() else w.lower() for t, w in zip(template, word))

@@ -1,0 +1,371 @@
+"""Detectors: rules and checksums only. `find_spans(text)` returns non-overlapping
+(start, end, kind) spans in the original string; nothing is normalised in place, so positions
+are always positions of the original text. Each detector starts from a cheap scan (a literal,
+a character that must be there) and only runs validators on the few candidates it finds."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from typing import NamedTuple
+
+import phonenumbers
+
+from .checksums import cn_id_ok, iban_ok, luhn_ok
+from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES, TITLES
+
+
+class Span(NamedTuple):
+    start: int
+    end: int
+    kind: str
+
+
+# Kinds (entity types) reported in counts.
+EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON = (
+    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person",
+)
+KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON)
+
+# ---------------------------------------------------------------- numbers
+# Separators allowed inside a number: ASCII/full-width/ideographic spaces, all kinds of dashes,
+# dots, parentheses, slashes. `\d` is Unicode-aware, so full-width digits are digits here.
+_SEP = r"[ \u00a0\u3000\-\u2010-\u2015\u2212\ufe63\uff0d.()\uff08\uff09/]"
+_NUM = re.compile(
+    r"(?<![0-9A-Za-z_\uff10-\uff19\uff21-\uff3a\uff41-\uff5a])"
+    r"(?:[+\uff0b][ ]?|\(|\uff08)?\d(?:" + _SEP + r"{0,2}\d)*(?:[Xx\uff38\uff58](?![A-Za-z]))?"
+)
+_SPACE_CHARS = frozenset(" \u00a0\u3000")
+_DASH_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d")
+_CARD_SEPS = _SPACE_CHARS | _DASH_CHARS
+_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "CA", "AU", "CN", "JP", "BR", "ES", "IT")
+_IPV4_SKIP = ("127.", "0.0.0.0", "255.255.255.255")
+
+
+def _norm_number(raw: str) -> str:
+    """ASCII digits (and a trailing X) of a number candidate."""
+    out = []
+    for ch in raw:
+        if ch.isdigit():
+            out.append(ch if ch <= "9" else str(int(ch)))
+        elif ch in "Xx\uff38\uff58":
+            out.append("X")
+    return "".join(out)
+
+
+def _classify_number(raw: str) -> str | None:
+    digits = _norm_number(raw)
+    n = len(digits)
+    if n < 4:
+        return None
+    seps = {ch for ch in raw if not ch.isdigit() and ch not in "Xx\uff38\uff58"}
+    has_x = digits.endswith("X")
+    if has_x:
+        return CN_ID if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits) else None
+    plus = raw[0] in "+\uff0b"
+    if "." in seps:
+        parts = raw.split(".")
+        if len(parts) == 4 and seps == {"."} and all(1 <= len(p) <= 3 and p.isdigit() for p in parts):
+            norm = ".".join(str(int(p)) for p in parts)
+            if all(int(p) <= 255 for p in parts) and not norm.startswith(_IPV4_SKIP):
+                return IPV4
+            return None
+        # dotted phone numbers (415.555.2671); decimals and versions are not numbers we want
+        if not (seps <= {".", " "} and n >= 9 and all(len(p) >= 2 for p in re.split(r"[. ]", raw))):
+            return None
+    if n < 7:
+        return None
+    if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits):
+        return CN_ID
+    if 13 <= n <= 19 and seps <= _CARD_SEPS and not plus and digits[0] != "0" and luhn_ok(digits):
+        return CARD
+    mob = digits
+    if plus:
+        mob = mob[2:] if mob.startswith("86") else ""
+    elif mob.startswith("0086"):
+        mob = mob[4:]
+    elif n == 13 and mob.startswith("86"):
+        mob = mob[2:]
+    if len(mob) == 11 and mob[0] == "1" and mob[1] in "3456789":
+        return CN_MOBILE
+    if n > 15:
+        return None
+    try:
+        if plus or digits.startswith("00"):
+            num = phonenumbers.parse("+" + (digits[2:] if not plus else digits), None)
+            return PHONE if phonenumbers.is_valid_number(num) else None
+        if n < 9:
+            return None
+        for region in _PHONE_REGIONS:
+            num = phonenumbers.parse(digits, region)
+            if phonenumbers.is_valid_number(num):
+                return PHONE
+    except phonenumbers.NumberParseException:
+        return None
+    return None
+
+
+def _split_tokens(raw: str) -> list[tuple[int, int]]:
+    """Positions of the whitespace-separated pieces of a number candidate."""
+    return [(m.start(), m.end()) for m in re.finditer(r"[^ \u00a0\u3000]+", raw)]
+
+
+def _numbers(text: str, out: list[Span]) -> None:
+    for m in _NUM.finditer(text):
+        raw = m.group()
+        if len(raw) < 4:
+            continue
+        s = m.start()
+        if raw[0] in "(\uff08" and raw.count(raw[0]) > raw.count(")" if raw[0] == "(" else "\uff09"):
+            raw, s = raw[1:], s + 1
+        kind = _classify_number(raw)
+        if kind:
+            out.append(Span(s, s + len(raw), kind))
+            continue
+        toks = _split_tokens(raw)
+        if len(toks) < 2:
+            continue
+        toks = toks[:24]
+        i = 0
+        while i < len(toks):
+            for j in range(min(len(toks), i + 8), i, -1):
+                a, b = toks[i][0], toks[j - 1][1]
+                kind = _classify_number(raw[a:b])
+                if kind:
+                    out.append(Span(s + a, s + b, kind))
+                    i = j
+                    break
+            else:
+                i += 1
+
+
+# ---------------------------------------------------------------- e-mail
+_EMAIL_DOMAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9\-])")
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'")
+
+
+def _emails(text: str, out: list[Span]) -> None:
+    i = text.find("@")
+    while i != -1:
+        j = i
+        while j > 0 and i - j < 64 and text[j - 1] in _LOCAL_CHARS:
+            j -= 1
+        while j < i and text[j] in ".'":
+            j += 1
+        if j < i:
+            m = _EMAIL_DOMAIN.match(text, i + 1)
+            if m:
+                out.append(Span(j, m.end(), EMAIL))
+                i = text.find("@", m.end())
+                continue
+        i = text.find("@", i + 1)
+
+
+# ---------------------------------------------------------------- IBAN
+_IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+
+
+def _ibans(text: str, out: list[Span]) -> None:
+    for m in _IBAN.finditer(text):
+        raw = m.group()
+        while True:
+            if iban_ok(raw.replace(" ", "")):
+                out.append(Span(m.start(), m.start() + len(raw), IBAN))
+                break
+            cut = raw.rfind(" ")
+            if cut < 10:
+                break
+            raw = raw[:cut]
+
+
+# ---------------------------------------------------------------- IPv6
+_V6 = re.compile(r":[0-9A-Fa-f]{0,4}:")
+_V6_CHARS = frozenset("0123456789abcdefABCDEF:.")
+
+
+def _ipv6(text: str, out: list[Span]) -> None:
+    pos = 0
+    n = len(text)
+    while True:
+        m = _V6.search(text, pos)
+        if not m:
+            return
+        a = m.start()
+        while a > 0 and text[a - 1] in _V6_CHARS and m.start() - a < 40:
+            a -= 1
+        b = m.end()
+        while b < n and text[b] in _V6_CHARS and b - a < 46:
+            b += 1
+        cand = text[a:b].strip(".")
+        a = text.find(cand, a)
+        b = a + len(cand)
+        if cand.endswith(":") and not cand.endswith("::"):
+            cand = cand[:-1]
+            b -= 1
+        if cand.startswith(":") and not cand.startswith("::"):
+            cand = cand[1:]
+            a += 1
+        pos = max(b, m.end())
+        if cand.count(":") < 2 or (a > 0 and (text[a - 1].isalnum() or text[a - 1] == "_")):
+            continue
+        if b < n and (text[b].isalnum() or text[b] == "_"):
+            continue
+        try:
+            addr = ipaddress.IPv6Address(cand)
+        except ValueError:
+            continue
+        if addr.is_loopback or addr.is_unspecified:
+            continue
+        out.append(Span(a, b, IPV6))
+
+
+# ---------------------------------------------------------------- secrets
+_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:"
+    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|xox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|(?:Bearer|bearer|BEARER)[ \t]+[A-Za-z0-9._~+/=\-]{8,}"
+    r")"
+)
+_KV = re.compile(
+    r"(?i)(?<![a-z0-9])(api[_\- ]?key|apikey|access[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token"
+    r"|refresh[_\-]?token|client[_\-]?secret|private[_\-]?key|secret|token|passwd|password|pwd|passphrase)"
+    r"[\"']?[ \t]*(?:[:=]|\bis\b)[ \t]*[\"']?([^\s\"',;{}<>()\[\]]{4,})"
+)
+_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]*(?:[:：=]|是|为)[ \t\u3000]*([^\s，。；、\"'”“]{4,})")
+_PASSWORD_WORDS = ("pass", "pwd")
+
+
+def _entropy(s: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in s:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _secret_value_ok(word: str, value: str) -> bool:
+    if any(p in word.lower() for p in _PASSWORD_WORDS):
+        return True
+    if len(value) < 8:
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return (has_digit or mixed) and _entropy(value) >= 3.0
+
+
+def _secrets(text: str, out: list[Span]) -> None:
+    for m in _SECRET.finditer(text):
+        out.append(Span(m.start(), m.end(), SECRET))
+    for m in _KV.finditer(text):
+        if _secret_value_ok(m.group(1), m.group(2)):
+            out.append(Span(m.start(2), m.end(2), SECRET))
+
+
+def _secrets_cn(text: str, out: list[Span]) -> None:
+    for m in _KV_CN.finditer(text):
+        out.append(Span(m.start(2), m.end(2), SECRET))
+
+
+# ---------------------------------------------------------------- names
+_CAP = r"[A-Z][a-z]+(?:['\-][A-Z]?[a-z]+)?"
+_EN_NAME = re.compile(
+    r"(?<![A-Za-z])(?:(?P<strong>[Mm]y name is|[Mm]y name's|[Nn]ame is|[Cc]all me|[Nn]ame:|[Ss]igned,?|[Rr]egards,|[Ss]incerely,)"
+    r"|(?P<weak>I am|I'm|I\u2019m|This is|[Dd]ear|[Hh]i|[Hh]ello))"
+    r"[ \t]+(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
+)
+_EN_TITLE = re.compile(r"(?<![A-Za-z])(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
+_CN_TRIGGER = re.compile(
+    r"(?:我叫|我是|我的名字是|我的名字叫|名字叫|名字是|叫我|本人|姓名|联系人|收件人|收货人|患者|客户)[ \t\u3000:：]{0,2}"
+)
+_CN_HONORIFIC = re.compile(r"先生|女士|小姐|老师|经理|医生|教授|同学|律师|总监")
+_CN_STOP = frozenset(
+    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不今明昨这那个吗呢吧啊呀哦嗯，。！？、；："
+    "先女小老经医教同律总请"
+)
+
+
+def _cn_name_at(text: str, i: int) -> int:
+    """End of a Chinese name starting at i (surname from the gazetteer + 1-2 given characters), or -1."""
+    n = len(text)
+    if text[i : i + 2] in CN_SURNAMES_2:
+        j = i + 2
+    elif i < n and text[i] in CN_SURNAMES_1:
+        j = i + 1
+    else:
+        return -1
+    k = j
+    while k < n and k - j < 2 and "\u4e00" <= text[k] <= "\u9fff" and text[k] not in _CN_STOP:
+        k += 1
+    return k if k > j else -1
+
+
+def _names(text: str, out: list[Span]) -> None:
+    for m in _EN_NAME.finditer(text):
+        words = m.group("name").split()
+        start = m.start("name")
+        if m.group("weak") is not None:
+            first = words[0]
+            if first in TITLES:
+                words = words[1:]
+                if not words:
+                    continue
+                start = text.find(words[0], start + len(first))
+            elif first not in EN_FIRST:
+                continue
+        if words[0] in EN_NOT_NAMES:
+            continue
+        keep = [words[0]]
+        for w in words[1:]:
+            if w in EN_NOT_NAMES:
+                break
+            keep.append(w)
+        end = text.find(keep[-1], start) + len(keep[-1])
+        out.append(Span(start, end, PERSON))
+    for m in _EN_TITLE.finditer(text):
+        words = m.group("name").split()
+        if words[0] in EN_NOT_NAMES:
+            continue
+        out.append(Span(m.start("name"), m.end("name"), PERSON))
+
+
+def _names_cn(text: str, out: list[Span]) -> None:
+    for m in _CN_TRIGGER.finditer(text):
+        e = _cn_name_at(text, m.end())
+        if e > 0:
+            out.append(Span(m.end(), e, PERSON))
+    for m in _CN_HONORIFIC.finditer(text):
+        i = m.start()
+        for ln in (3, 2, 4):
+            s = i - ln
+            if s >= 0 and _cn_name_at(text, s) == i:
+                out.append(Span(s, i, PERSON))
+                break
+
+
+# ---------------------------------------------------------------- all together
+def find_spans(text: str) -> list[Span]:
+    spans: list[Span] = []
+    if "@" in text:
+        _emails(text, spans)
+    _secrets(text, spans)
+    _numbers(text, spans)
+    _ibans(text, spans)
+    if ":" in text:
+        _ipv6(text, spans)
+    _names(text, spans)
+    if not text.isascii():
+        _names_cn(text, spans)
+        _secrets_cn(text, spans)
+    if not spans:
+        return spans
+    spans.sort(key=lambda s: (s.start, s.start - s.end))
+    kept = [spans[0]]
+    for sp in spans[1:]:
+        if sp.start >= kept[-1].end:
+            kept.append(sp)
+    return kept

@@ -1,0 +1,266 @@
+"""The Scrubber: text, JSON values, HTTP bodies and headers in; scrubbed copies and counts out."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .detectors import SECRET, find_spans
+from .substitutes import Substituter
+
+# Strings at least this long are cached whole: a system prompt shared by many requests is
+# scrubbed once and stays byte-identical (prefix caching in a replay depends on it).
+_CACHE_MIN_CHARS = 256
+_CACHE_MAX_CHARS = 64_000_000
+_FAST_MASK_OVER = 200_000
+
+# In OpenAI-style bodies these keys hold protocol values (model names, roles, enum values, ids),
+# not user content; they pass through unchanged.
+_OPENAI_KEEP = frozenset(
+    "model role type object tool_choice finish_reason id tool_call_id call_id system_fingerprint service_tier "
+    "reasoning_effort encoding_format detail format status response_format previous_response_id truncation "
+    "modalities voice".split()
+)
+_OPENAI_MARKERS = ("messages", "prompt", "input", "choices", "output")
+# Dict keys whose string value is a credential whatever it looks like.
+_SECRET_KEY_RE = re.compile(
+    r"(?i)^(?:x[-_])?(?:api[-_]?key|apikey|access[-_]?key|secret[-_]?key|secret|client[-_]?secret|password|passwd|pwd"
+    r"|passphrase|token|access[-_]?token|refresh[-_]?token|id[-_]?token|auth[-_]?token|authorization|private[-_]?key|cookie)$"
+)
+_SENSITIVE_HEADERS = frozenset(
+    "authorization proxy-authorization cookie set-cookie x-api-key api-key x-auth-token x-access-token "
+    "x-amz-security-token x-goog-api-key openai-api-key anthropic-api-key x-csrf-token x-xsrf-token".split()
+)
+_SENSITIVE_HEADER_WORDS = ("token", "secret", "password", "api-key", "apikey", "auth", "cookie", "session", "signature")
+_MASK_TABLE = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    "X" * 26 + "x" * 26 + "0" * 10,
+)
+_NON_ASCII_ALNUM = re.compile(r"[^\W\d_A-Za-z]|[^\x00-\x7f]")
+
+
+@dataclass(frozen=True)
+class Scrubbed:
+    """One scrubbed item: same length in characters as the input."""
+
+    text: str
+    counts: dict[str, int]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ScrubbedBody:
+    text: str
+    counts: dict[str, int]
+    is_json: bool
+    error: str | None = None
+
+
+@dataclass
+class _Stats:
+    cache_hits: int = 0
+    fallbacks: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
+    for k, v in counts.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _separators(text: str) -> tuple[str, str]:
+    head = text[:4096]
+    item = ", " if re.search(r'[\]}"\d],\s', head) else ","
+    key = ": " if re.search(r'":\s', head) else ":"
+    return item, key
+
+
+class Scrubber:
+    def __init__(self, key: bytes, *, max_chars: int = 8_000_000):
+        if not isinstance(key, (bytes, bytearray)) or not key:
+            raise ValueError("Scrubber needs a non-empty key (bytes)")
+        self._key = bytes(key)
+        self.max_chars = max_chars
+        self._subs = Substituter(self._key)
+        self._whole: dict[str, Scrubbed] = {}
+        self._whole_chars = 0
+        self.stats = _Stats()
+
+    # ------------------------------------------------------------ hashing
+    def keyed_hash(self, text: str) -> str:
+        return hmac.new(self._key, b"hash\0" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+
+    def client_id(self, credential: str) -> str:
+        cred = credential.strip()
+        if cred[:7].lower() == "bearer ":
+            cred = cred[7:].strip()
+        return "c_" + self.keyed_hash("client\0" + cred)
+
+    # ------------------------------------------------------------ text
+    def scrub_text(self, text: str) -> Scrubbed:
+        if not text:
+            return Scrubbed(text, {})
+        if len(text) >= _CACHE_MIN_CHARS:
+            hit = self._whole.get(text)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return hit
+        result = self._scrub_text_uncached(text)
+        if len(text) >= _CACHE_MIN_CHARS and result.error is None:
+            if self._whole_chars + len(text) > _CACHE_MAX_CHARS:
+                self._whole.clear()
+                self._whole_chars = 0
+            self._whole[text] = result
+            self._whole_chars += len(text)
+        return result
+
+    def _scrub_text_uncached(self, text: str) -> Scrubbed:
+        if len(text) > self.max_chars:
+            return self._masked(text, f"text of {len(text)} characters is over max_chars={self.max_chars}; masked")
+        try:
+            spans = find_spans(text)
+            if not spans:
+                return Scrubbed(text, {})
+            pieces = []
+            counts: dict[str, int] = {}
+            pos = 0
+            sub = self._subs.substitute
+            for s, e, kind in spans:
+                pieces.append(text[pos:s])
+                pieces.append(sub(kind, text[s:e]))
+                counts[kind] = counts.get(kind, 0) + 1
+                pos = e
+            pieces.append(text[pos:])
+            out = "".join(pieces)
+            if len(out) != len(text):  # a bug, never expected: do not let it through
+                raise AssertionError("substitute changed the length")
+            return Scrubbed(out, counts)
+        except RecursionError:
+            return self._masked(text, "scrubber recursion limit; masked")
+        except Exception as e:  # noqa: BLE001 - the fallback is to mask, never to pass raw text
+            return self._masked(text, f"scrubber failed ({type(e).__name__}); masked")
+
+    def mask_text(self, text: str) -> str:
+        """Every letter and digit replaced by a class-preserving placeholder (no detection)."""
+        if len(text) <= _FAST_MASK_OVER:
+            return self._subs.mask(text)
+        out = text.translate(_MASK_TABLE)
+        if not out.isascii():
+            out = _NON_ASCII_ALNUM.sub(_mask_char, out)
+        return out
+
+    def _masked(self, text: str, error: str) -> Scrubbed:
+        self.stats.fallbacks += 1
+        return Scrubbed(self.mask_text(text), {"masked": 1}, error)
+
+    # ------------------------------------------------------------ JSON
+    def scrub_json(self, value: Any) -> tuple[Any, dict[str, int]]:
+        """Scrub every string value (in OpenAI-style bodies: all but protocol fields such as
+        model/role/type). Keys, numbers, booleans, nulls and array lengths are unchanged.
+        Iterative, so nesting depth is not limited by Python's recursion limit."""
+        counts: dict[str, int] = {}
+        openai = isinstance(value, dict) and any(k in value for k in _OPENAI_MARKERS)
+
+        def leaf(v: Any, key: Any, parent_key: Any) -> Any:
+            if not isinstance(v, str):
+                return v
+            if isinstance(key, str):
+                if openai and (key in _OPENAI_KEEP or (key == "name" and parent_key == "function")):
+                    return v
+                if _SECRET_KEY_RE.match(key) and v:
+                    counts[SECRET] = counts.get(SECRET, 0) + 1
+                    return self._subs.substitute(SECRET, v)
+            r = self.scrub_text(v)
+            _merge(counts, r.counts)
+            return r.text
+
+        if not isinstance(value, (dict, list)):
+            return leaf(value, None, None), counts
+        root: Any = {} if isinstance(value, dict) else [None] * len(value)
+        stack: list[tuple[Any, Any, Any]] = [(value, root, None)]
+        while stack:
+            src, dst, key_of_src = stack.pop()
+            items = src.items() if isinstance(src, dict) else enumerate(src)
+            for k, v in items:
+                if isinstance(v, dict):
+                    child: Any = {}
+                    dst[k] = child
+                    stack.append((v, child, k))
+                elif isinstance(v, list):
+                    child = [None] * len(v)
+                    dst[k] = child
+                    stack.append((v, child, k if isinstance(src, dict) else key_of_src))
+                else:
+                    # list items inherit the key of their list (e.g. "stop": ["..."])
+                    dst[k] = leaf(v, k if isinstance(src, dict) else key_of_src, key_of_src)
+        return root, counts
+
+    # ------------------------------------------------------------ bodies
+    def scrub_body(self, body: bytes, content_type: str | None = None) -> ScrubbedBody:
+        """A request/response body: JSON-aware when it parses as JSON, else scrubbed as text.
+        Invalid UTF-8 is decoded with replacement characters (and reported), never passed raw."""
+        error = None
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = body.decode("utf-8", errors="replace")
+            error = f"body is not valid UTF-8 (first bad byte at {e.start}); decoded with replacement characters"
+        stripped = text.lstrip()
+        if stripped[:1] in ("{", "[") or (content_type and "json" in content_type.lower()):
+            try:
+                value = json.loads(text)
+            except RecursionError:
+                error = _join(error, "JSON nested too deeply; scrubbed as text")
+            except ValueError:
+                if content_type and "json" in content_type.lower():
+                    error = _join(error, "body is not valid JSON; scrubbed as text")
+            else:
+                try:
+                    scrubbed, counts = self.scrub_json(value)
+                    item, key = _separators(text)
+                    out = json.dumps(scrubbed, ensure_ascii=False, separators=(item, key))
+                    return ScrubbedBody(out, counts, True, error)
+                except RecursionError:
+                    error = _join(error, "JSON nested too deeply to re-encode; scrubbed as text")
+        r = self.scrub_text(text)
+        return ScrubbedBody(r.text, r.counts, False, _join(error, r.error))
+
+    # ------------------------------------------------------------ headers
+    def scrub_headers(self, headers: Iterable[tuple[str, str]]) -> tuple[dict[str, str], dict[str, int]]:
+        """Lower-cased names; repeated headers joined with ", "; credentials replaced by a keyed
+        fingerprint "<redacted:...>"; every other value scrubbed as text."""
+        joined: dict[str, list[str]] = {}
+        for name, value in headers:
+            joined.setdefault(str(name).strip().lower(), []).append(str(value))
+        out: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for name, values in joined.items():
+            value = ", ".join(values)
+            if name in _SENSITIVE_HEADERS or any(w in name for w in _SENSITIVE_HEADER_WORDS):
+                out[name] = "<redacted:" + self.keyed_hash("header\0" + value) + ">"
+                counts[SECRET] = counts.get(SECRET, 0) + 1
+            else:
+                r = self.scrub_text(value)
+                out[name] = r.text
+                _merge(counts, r.counts)
+        return out, counts
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    if a and b:
+        return f"{a}; {b}"
+    return a or b
+
+
+def _mask_char(m: re.Match) -> str:
+    ch = m.group()
+    if ch.isdigit():
+        return "0"
+    if ch.isalpha():
+        return "某" if "\u4e00" <= ch <= "\u9fff" else ("X" if ch.isupper() else "x")
+    return ch

@@ -1,0 +1,211 @@
+"""Keyed, deterministic, format-preserving substitutes.
+
+`Substituter.substitute(kind, original)` seeds a generator with HMAC-SHA256(key, kind + NUL +
+normalized value), so one value gives one substitute under one key in every process, and the
+substitute keeps the length in characters, the separators and the class of every character of
+the original (full-width digits stay full-width, case is kept, Chinese stays Chinese)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import hmac
+import ipaddress
+import random
+import unicodedata
+
+from . import detectors as D
+from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
+from .checksums import gb11643_check, iban_check_digits, luhn_check_digit
+from .gazetteer import CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_GIVEN_CHARS, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN
+
+_CN_PROVINCES = (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65)
+_DATE0 = _dt.date(1950, 1, 1).toordinal()
+_DATE1 = _dt.date(2005, 12, 31).toordinal()
+_SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                    "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-")
+_NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD}
+
+
+def _is_num_char(ch: str) -> bool:
+    return ch.isdigit() or ch in "Xx\uff38\uff58"
+
+
+def normalize(kind: str, value: str) -> str:
+    if kind in _NUMERIC:
+        return D._norm_number(value)
+    if kind == D.EMAIL:
+        return unicodedata.normalize("NFKC", value).lower()
+    if kind == D.IBAN:
+        return value.replace(" ", "").upper()
+    if kind == D.IPV4:
+        return "".join(ascii_digit(c) if c.isdigit() else c for c in value)
+    if kind == D.IPV6:
+        try:
+            return ipaddress.IPv6Address(value).compressed
+        except ValueError:
+            return value.lower()
+    return unicodedata.normalize("NFKC", value)
+
+
+def _layout(orig: str, new_chars: str) -> str:
+    """Pour the normalized substitute back into the original's layout (separators, digit script, x case)."""
+    out = []
+    it = iter(new_chars)
+    for ch in orig:
+        if _is_num_char(ch):
+            c = next(it)
+            if c == "X":
+                out.append({"X": "X", "x": "x", "\uff38": "\uff38", "\uff58": "\uff58"}.get(ch, "X"))
+            else:
+                out.append(digit_like(ch, int(c)) if ch.isdigit() else c)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _rand_digits(rng: random.Random, n: int) -> str:
+    return "".join(str(rng.randrange(10)) for _ in range(n))
+
+
+class Substituter:
+    def __init__(self, key: bytes, cache_size: int = 65536):
+        self._key = key
+        self._cache: dict[tuple[str, str], str] = {}
+        self._cache_size = cache_size
+
+    def rng(self, kind: str, norm: str) -> random.Random:
+        digest = hmac.new(self._key, kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        return random.Random(digest)
+
+    def substitute(self, kind: str, orig: str) -> str:
+        ck = (kind, orig)
+        hit = self._cache.get(ck)
+        if hit is not None:
+            return hit
+        norm = normalize(kind, orig)
+        rng = self.rng(kind, norm)
+        new = getattr(self, "_sub_" + kind)(orig, norm, rng)
+        if new == orig:  # vanishingly rare; never hand back the original
+            new = fill(orig, rng)
+        if len(self._cache) >= self._cache_size:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[ck] = new
+        return new
+
+    # ------------------------------------------------------------ kinds
+    def _sub_email(self, orig: str, norm: str, rng: random.Random) -> str:
+        at = orig.rfind("@")
+        local, domain = orig[:at], orig[at + 1 :]
+        labels = domain.split(".")
+        new_labels = [fill(lb, rng, pronounceable=True) for lb in labels[:-1]] + [labels[-1]]
+        return fill(local, rng, pronounceable=True) + "@" + ".".join(new_labels)
+
+    def _sub_card(self, orig: str, norm: str, rng: random.Random) -> str:
+        body = norm[0] + _rand_digits(rng, len(norm) - 2)
+        return _layout(orig, body + luhn_check_digit(body))
+
+    def _sub_cn_id(self, orig: str, norm: str, rng: random.Random) -> str:
+        want_x = norm.endswith("X")
+        region = f"{rng.choice(_CN_PROVINCES):02d}{rng.randrange(1, 21):02d}{rng.randrange(1, 31):02d}"
+        birth = _dt.date.fromordinal(rng.randrange(_DATE0, _DATE1 + 1)).strftime("%Y%m%d")
+        for _ in range(200):
+            first17 = region + birth + _rand_digits(rng, 3)
+            check = gb11643_check(first17)
+            if (check == "X") == want_x:
+                return _layout(orig, first17 + check)
+        raise RuntimeError("could not draw a GB 11643 substitute")  # unreachable in practice
+
+    def _sub_cn_mobile(self, orig: str, norm: str, rng: random.Random) -> str:
+        prefix = norm[: len(norm) - 11]  # 86 / 0086 country code, kept
+        return _layout(orig, prefix + "1" + rng.choice("3456789") + _rand_digits(rng, 9))
+
+    def _sub_phone(self, orig: str, norm: str, rng: random.Random) -> str:
+        keep = 0
+        stripped = orig.lstrip()
+        if stripped[:1] in "+\uff0b" or norm.startswith("00"):
+            import phonenumbers
+
+            lead = 2 if norm.startswith("00") and stripped[:1] not in "+\uff0b" else 0
+            try:
+                cc = phonenumbers.parse("+" + norm[lead:], None).country_code
+                keep = lead + len(str(cc))
+            except phonenumbers.NumberParseException:
+                keep = lead + 1
+        keep += 1  # first national digit (trunk 0 or area-code lead) keeps the number plausible
+        new = norm[:keep] + "".join(str(rng.randrange(10)) for _ in range(len(norm) - keep))
+        return _layout(orig, new)
+
+    def _sub_iban(self, orig: str, norm: str, rng: random.Random) -> str:
+        country = norm[:2]
+        bban = "".join(str(rng.randrange(10)) if c.isdigit() else rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for c in norm[4:])
+        new = country + iban_check_digits(country, bban) + bban
+        it = iter(new)
+        return "".join(ch if ch == " " else next(it) for ch in orig)
+
+    def _sub_ipv4(self, orig: str, norm: str, rng: random.Random) -> str:
+        parts = orig.split(".")
+        out = []
+        for i, p in enumerate(parts):
+            n = len(p)
+            if n == 1:
+                v = rng.randrange(1 if i == 0 else 0, 10)
+            elif n == 2:
+                v = rng.randrange(10, 100)
+            else:
+                v = rng.randrange(100, 224 if i == 0 else 255)
+                if i == 0 and v == 127:
+                    v = 128
+            out.append("".join(digit_like(c, int(d)) for c, d in zip(p, f"{v:0{n}d}")))
+        return ".".join(out)
+
+    def _sub_ipv6(self, orig: str, norm: str, rng: random.Random) -> str:
+        return fill(orig, rng, hex_letters=True)
+
+    def _sub_secret(self, orig: str, norm: str, rng: random.Random) -> str:
+        for p in ("Bearer", "bearer", "BEARER"):
+            if orig.startswith(p):
+                head = orig[: len(p)]
+                rest = orig[len(p) :]
+                sp = len(rest) - len(rest.lstrip())
+                return head + rest[:sp] + fill(rest[sp:], rng)
+        for p in _SECRET_PREFIXES:
+            if orig.startswith(p):
+                return p + fill(orig[len(p) :], rng)
+        if orig.startswith("eyJ") and orig.count(".") == 2:
+            return ".".join(("eyJ" + fill(part[3:], rng)) if part.startswith("eyJ") else fill(part, rng) for part in orig.split("."))
+        return fill(orig, rng)
+
+    def _sub_person(self, orig: str, norm: str, rng: random.Random) -> str:
+        if any(is_cjk(c) for c in orig):
+            return self._cn_name(orig, rng)
+        out = []
+        words = orig.split(" ")
+        for i, w in enumerate(words):
+            pool = (EN_FIRST_BY_LEN if i == 0 else EN_LAST_BY_LEN).get(len(w)) if w.isalpha() else None
+            if pool:
+                choice = rng.choice(pool)
+                if choice == w and len(pool) > 1:
+                    choice = pool[(pool.index(choice) + 1) % len(pool)]
+                out.append(apply_case(w, choice))
+            else:
+                out.append(fill(w, rng, pronounceable=True))
+        return " ".join(out)
+
+    def _cn_name(self, orig: str, rng: random.Random) -> str:
+        out = []
+        i = 0
+        if orig[:2] in CN_SURNAMES_2:
+            out.append(rng.choice(CN_SUB_SURNAMES_2))
+            i = 2
+        elif orig and is_cjk(orig[0]):
+            out.append(rng.choice(CN_SUB_SURNAMES))
+            i = 1
+        for ch in orig[i:]:
+            out.append(rng.choice(CN_GIVEN_CHARS) if is_cjk(ch) else ch)
+        return "".join(out)
+
+    def mask(self, text: str) -> str:
+        """Keyed, class-preserving placeholder for a whole text (the safe fallback)."""
+        digest = hmac.new(self._key, b"mask\0" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        return fill(text, random.Random(digest))
