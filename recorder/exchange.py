@@ -206,8 +206,10 @@ class HttpExchange:
             add_counts(pii, s.counts)
         cred = credential(self.request_headers)
         row["client_id"] = scrubber.client_id(cred if cred else (self.client_addr or "unknown"))
-        kept = [(k, REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in self.request_headers]
-        hdrs, counts = scrubber.scrub_headers(kept)
+        hdrs, counts = scrubber.scrub_headers(self.request_headers)
+        for k in hdrs:  # the scrubber fingerprints credentials; make sure none slips through as text
+            if k in SECRET_HEADERS and not hdrs[k].startswith("<redacted"):
+                hdrs[k] = REDACTED
         row["request_headers"] = json.dumps(hdrs, ensure_ascii=False, sort_keys=True)
         add_counts(pii, counts)
 

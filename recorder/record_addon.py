@@ -1,0 +1,30 @@
+"""The script given to mitmproxy: `mitmdump -s $(shadowreplay record --print-addon-path) ...`.
+
+It builds the addon chain: h2c upgrade (cleartext HTTP/2 for gRPC), the HTTP recorder, and the
+gRPC recorder that shares the HTTP recorder's writer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from recorder.addon import Recorder
+
+rec = Recorder()
+addons: list = []
+
+try:
+    from recorder.h2c import H2CUpgrade
+except ImportError as e:  # gRPC support not installed in this checkout
+    logging.getLogger("shadowreplay.recorder").info("h2c upgrade not available (%s)", e)
+else:
+    addons.append(H2CUpgrade())
+
+addons.append(rec)
+
+try:
+    from recorder.grpc_addon import GrpcRecorder
+except ImportError as e:
+    logging.getLogger("shadowreplay.recorder").info("gRPC recorder not available (%s)", e)
+else:
+    addons.append(GrpcRecorder(rec))

@@ -1,0 +1,211 @@
+"""The recorder's writer: a bounded queue drained by one thread that converts exchanges to rows
+(scrubbing them), buffers rows, and writes rotated Parquet files into DIR/requests/.
+
+The proxy side only calls `submit`, which never blocks: when the queue is full the record is
+dropped and counted. Write failures (disk full, permissions) drop the buffered rows and are
+counted too; traffic is never affected. Counters go to the log, to DIR/recorder_status.json, and
+into every file's Parquet metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shadowreplay.dataset import rows_to_table, write_table
+from shadowreplay.schema import REQUESTS
+
+from .exchange import Exchange, RowOptions, fallback_row
+
+if TYPE_CHECKING:
+    from anonymize import Scrubber
+
+log = logging.getLogger("shadowreplay.recorder")
+
+STATUS_FILE = "recorder_status.json"
+_STOP = object()
+_FLUSH = object()
+
+
+@dataclass
+class WriterConfig:
+    out_dir: Path
+    rotate_seconds: float = 60.0
+    rotate_bytes: int = 64 << 20  # estimated in-memory size of buffered rows
+    queue_size: int = 10_000
+
+
+def _row_size(row: dict[str, Any]) -> int:
+    n = 200
+    for k in ("request_body", "response_text", "request_headers"):
+        v = row.get(k)
+        if v:
+            n += len(v)
+    itl = row.get("itl_ms")
+    if itl:
+        n += 8 * len(itl)
+    return n
+
+
+class Writer:
+    def __init__(self, config: WriterConfig, scrubber: Scrubber, options: RowOptions) -> None:
+        self.config = config
+        self.scrubber = scrubber
+        self.options = options
+        self._q: queue.Queue = queue.Queue(maxsize=config.queue_size)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.started_at = time.time()
+        # counters (submitted/dropped_queue_full are touched by the proxy thread only)
+        self.submitted = 0
+        self.dropped_queue_full = 0
+        self.dropped_write_failed = 0
+        self.convert_failed = 0
+        self.rows_written = 0
+        self.files_written = 0
+        self.last_error: str | None = None
+        self._reported_drops = 0
+
+    # --- proxy side ---
+    def submit(self, exchange: Exchange) -> bool:
+        try:
+            self._q.put_nowait(exchange)
+        except queue.Full:
+            self.dropped_queue_full += 1
+            return False
+        self.submitted += 1
+        return True
+
+    def start(self) -> "Writer":
+        self.config.out_dir.mkdir(parents=True, exist_ok=True)
+        self._write_status()
+        self._thread = threading.Thread(target=self._run, name="shadowreplay-writer", daemon=True)
+        self._thread.start()
+        return self
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Writes what is queued and buffered now (blocks until done or timeout)."""
+        done = threading.Event()
+        self._q.put((_FLUSH, done))
+        done.wait(timeout)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Drains the queue, writes everything, updates the status file. Idempotent."""
+        t = self._thread
+        if t is None:
+            return
+        self._thread = None
+        self._q.put(_STOP)  # blocking put: the stop marker must get in even when the queue is full
+        t.join(timeout)
+        if t.is_alive():
+            log.error("recorder: writer did not finish within %.0f s; unwritten rows are lost", timeout)
+
+    @property
+    def queued(self) -> int:
+        return self._q.qsize()
+
+    # --- writer thread ---
+    def _run(self) -> None:
+        rows: list[dict[str, Any]] = []
+        size = 0
+        window_start: float | None = None
+        while True:
+            timeout = None
+            if window_start is not None:
+                timeout = max(0.0, window_start + self.config.rotate_seconds - time.monotonic())
+            try:
+                item = self._q.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                self._flush(rows)
+                self._write_status()
+                return
+            if isinstance(item, tuple) and item and item[0] is _FLUSH:
+                self._flush(rows)
+                rows, size, window_start = [], 0, None
+                self._write_status()
+                item[1].set()
+                continue
+            if item is not None:
+                row = self._convert(item)
+                if row is not None:
+                    if window_start is None:
+                        window_start = time.monotonic()
+                    rows.append(row)
+                    size += _row_size(row)
+            due = window_start is not None and (
+                size >= self.config.rotate_bytes or time.monotonic() - window_start >= self.config.rotate_seconds
+            )
+            if due:
+                self._flush(rows)
+                rows, size, window_start = [], 0, None
+                self._write_status()
+
+    def _convert(self, ex: Any) -> dict[str, Any] | None:
+        try:
+            return ex.to_row(self.scrubber, self.options)
+        except Exception as e:  # a bug in conversion must not stop recording
+            self.convert_failed += 1
+            log.error("recorder: could not convert an exchange (%s); recorded without content", type(e).__name__)
+            return fallback_row(ex, self.options, e)
+
+    def counters(self) -> dict[str, Any]:
+        return {
+            "submitted": self.submitted,
+            "rows_written": self.rows_written,
+            "files_written": self.files_written,
+            "dropped_queue_full": self.dropped_queue_full,
+            "dropped_write_failed": self.dropped_write_failed,
+            "convert_failed": self.convert_failed,
+            "queued": self.queued,
+        }
+
+    def _flush(self, rows: list[dict[str, Any]]) -> None:
+        if self.dropped_queue_full > self._reported_drops:
+            log.warning(
+                "recorder: %d records dropped so far because the queue (%d) was full",
+                self.dropped_queue_full,
+                self.config.queue_size,
+            )
+            self._reported_drops = self.dropped_queue_full
+        if not rows:
+            return
+        try:
+            table = rows_to_table(rows, REQUESTS)
+            meta = {f"recorder.{k}": v for k, v in self.counters().items()}
+            paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta)
+        except Exception as e:
+            self.dropped_write_failed += len(rows)
+            self.last_error = f"{type(e).__name__}: {e}"[:300]
+            log.error("recorder: could not write %d rows (%s); %d dropped in total", len(rows), self.last_error, self.dropped_write_failed)
+            return
+        self.rows_written += len(rows)
+        self.files_written += len(paths)
+
+    def _write_status(self) -> None:
+        status = {
+            **self.counters(),
+            "started_at": self.started_at,
+            "updated_at": time.time(),
+            "last_error": self.last_error,
+            "out_dir": str(self.config.out_dir),
+        }
+        path = self.config.out_dir / STATUS_FILE
+        tmp = path.with_name(f".{STATUS_FILE}.tmp")
+        try:
+            tmp.write_text(json.dumps(status, indent=1) + "\n")
+            os.replace(tmp, path)
+        except OSError as e:
+            log.error("recorder: cannot write %s (%s)", path, e)
+
+
+def read_status(out_dir: str | os.PathLike) -> dict[str, Any]:
+    return json.loads((Path(out_dir) / STATUS_FILE).read_text())
