@@ -1,0 +1,278 @@
+"""Starting, waiting for and stopping a real vLLM OpenAI-compatible server (the shadow).
+
+The server runs in its own process group (vLLM forks an engine-core process), so stopping it
+signals the whole group: SIGINT, then SIGTERM, then SIGKILL, each after a grace period.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shadowreplay.errors import ConfigError, TargetError
+
+from .venv import find_vllm_python
+
+SCHEDULING_POLICIES = ("fcfs", "priority")
+DEFAULT_KV_CACHE_GIB = 2  # VLLM_CPU_KVCACHE_SPACE on CPU hosts
+DEFAULT_READY_TIMEOUT_S = 420.0  # startup is 60-90 s alone; the machine may be shared
+
+
+@dataclass
+class EngineConfig:
+    model: Path
+    served_model_name: str
+    port: int
+    host: str = "127.0.0.1"
+    max_model_len: int = 8192
+    dtype: str = "bfloat16"
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    enable_chunked_prefill: bool | None = None  # None: vLLM's default
+    enable_prefix_caching: bool | None = None
+    scheduling_policy: str | None = None
+    long_prefill_token_threshold: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_space_gib: float | None = DEFAULT_KV_CACHE_GIB
+    extra_args: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.scheduling_policy is not None and self.scheduling_policy not in SCHEDULING_POLICIES:
+            raise ConfigError(f"--scheduling-policy must be one of {', '.join(SCHEDULING_POLICIES)}")
+        for name in ("max_num_batched_tokens", "max_num_seqs", "max_model_len"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be positive")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError("--gpu-memory-utilization must be in (0, 1]")
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def replace(self, **kw) -> "EngineConfig":
+        return dataclasses.replace(self, **kw)
+
+
+def parse_engine_args(text: str | None) -> list[str]:
+    """`--engine-args '...'`: extra vLLM flags passed through as they are."""
+    if not text:
+        return []
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise ConfigError(f"--engine-args: {e}") from None
+
+
+def _bool_flag(name: str, value: bool | None) -> list[str]:
+    if value is None:
+        return []
+    return [f"--{name}" if value else f"--no-{name}"]
+
+
+def server_command(python: str | os.PathLike, cfg: EngineConfig) -> list[str]:
+    """The command line that starts vLLM's OpenAI-compatible API server for `cfg`."""
+    cmd = [
+        str(python), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(cfg.model),
+        "--served-model-name", cfg.served_model_name,
+        "--host", cfg.host,
+        "--port", str(cfg.port),
+        "--max-model-len", str(cfg.max_model_len),
+        "--dtype", cfg.dtype,
+        "--disable-uvicorn-access-log",
+    ]  # fmt: skip
+    if cfg.max_num_batched_tokens is not None:
+        cmd += ["--max-num-batched-tokens", str(cfg.max_num_batched_tokens)]
+    if cfg.max_num_seqs is not None:
+        cmd += ["--max-num-seqs", str(cfg.max_num_seqs)]
+    cmd += _bool_flag("enable-chunked-prefill", cfg.enable_chunked_prefill)
+    cmd += _bool_flag("enable-prefix-caching", cfg.enable_prefix_caching)
+    if cfg.scheduling_policy is not None:
+        cmd += ["--scheduling-policy", cfg.scheduling_policy]
+    if cfg.long_prefill_token_threshold is not None:
+        cmd += ["--long-prefill-token-threshold", str(cfg.long_prefill_token_threshold)]
+    if cfg.gpu_memory_utilization is not None:
+        cmd += ["--gpu-memory-utilization", str(cfg.gpu_memory_utilization)]
+    return cmd + list(cfg.extra_args)
+
+
+def server_env(cfg: EngineConfig, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    if cfg.kv_cache_space_gib is not None:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{cfg.kv_cache_space_gib:g}")
+    env.setdefault("VLLM_NO_USAGE_STATS", "1")
+    env.setdefault("DO_NOT_TRACK", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def log_tail(path: str | os.PathLike, lines: int = 20) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return 200 <= r.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie still answers kill(0); look at its state
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop_group(pgid: int, proc: subprocess.Popen | None = None, grace_s: tuple[float, float] = (20.0, 10.0)) -> None:
+    """Stops every process of a process group: SIGINT, then SIGTERM, then SIGKILL."""
+
+    def gone(deadline: float) -> bool:
+        while time.monotonic() < deadline:
+            if proc is not None:
+                proc.poll()  # reap our child so it does not linger as a zombie
+            if not group_alive(pgid) or not _group_has_live(pgid):
+                return True
+            time.sleep(0.1)
+        return False
+
+    for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if gone(time.monotonic() + wait):
+            break
+    if proc is not None:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _group_has_live(pgid: int) -> bool:
+    """True if a non-zombie process of the group exists (for groups whose leader is not our child)."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+class VllmServer:
+    """One vLLM server process (group). Use as a context manager, or start()/stop()."""
+
+    def __init__(self, cfg: EngineConfig, log_path: str | os.PathLike, python: str | os.PathLike | None = None):
+        self.cfg = cfg
+        self.log_path = Path(log_path)
+        self.python = find_vllm_python(python)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return self.cfg.url
+
+    @property
+    def metrics_url(self) -> str:
+        return self.cfg.url + "/metrics"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def command(self) -> list[str]:
+        return server_command(self.python, self.cfg)
+
+    def start(self) -> "VllmServer":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if http_ok(self.url + "/health", timeout=1.0):
+            raise TargetError(f"something already answers at {self.url}; pick another --port")
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=server_env(self.cfg),
+                start_new_session=True,  # own process group: stop() reaches the engine core too
+            )
+        return self
+
+    def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        """Waits until /v1/models answers; raises TargetError with the log tail when the server
+        exits or does not answer in time."""
+        assert self.proc is not None, "start() first"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise TargetError(
+                    f"vLLM exited with code {rc} before it was ready (log: {self.log_path}):\n{log_tail(self.log_path)}"
+                )
+            if http_ok(self.url + "/v1/models", timeout=2.0):
+                return
+            time.sleep(0.5)
+        raise TargetError(
+            f"vLLM did not answer at {self.url}/v1/models within {timeout_s:.0f} s (log: {self.log_path}):\n"
+            f"{log_tail(self.log_path)}"
+        )
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        stop_group(self.proc.pid, self.proc)
+
+    def __enter__(self) -> "VllmServer":
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
