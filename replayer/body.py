@@ -1,0 +1,122 @@
+"""Pure building of what is replayed: the request body (recorded, scrubbed, with the output-length
+fields set) and the request headers (recorded minus credentials and hop-by-hop, plus --header)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from shadowreplay.errors import ConfigError
+
+LLM_KINDS = ("chat", "completion")
+# Never replayed: scrubbed credentials, and headers the replayer sets itself.
+DROP_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "openai-organization",
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
+    "accept-encoding", "expect", "proxy-connection", "trailer",
+})
+
+
+@dataclass(frozen=True)
+class BodyOptions:
+    model_map: dict[str, str]
+    ignore_eos: bool = True
+
+
+def parse_model_map(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        a, sep, b = item.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise ConfigError(f"bad --model-map {item!r}: expected RECORDED=SHADOW")
+        out[a.strip()] = b.strip()
+    return out
+
+
+def parse_headers(items: list[str] | None) -> list[tuple[str, str]]:
+    out = []
+    for item in items or []:
+        k, sep, v = item.partition(":")
+        if not sep or not k.strip() or any(c in k for c in " \r\n") or "\n" in v or "\r" in v:
+            raise ConfigError(f"bad --header {item!r}: expected 'Name: value'")
+        out.append((k.strip(), v.strip()))
+    return out
+
+
+def build_body(
+    recorded: str | None,
+    *,
+    kind: str | None,
+    stream: bool | None,
+    completion_tokens: int | None,
+    opts: BodyOptions,
+) -> tuple[bytes, str | None]:
+    """The body to send and the model it names. LLM bodies (chat/completion JSON) get the model
+    mapped, max_tokens = min_tokens = the recorded completion tokens, ignore_eos, and
+    stream_options.include_usage when streaming. Other bodies are sent as recorded."""
+    if recorded is None:
+        return b"", None
+    try:
+        obj = json.loads(recorded)
+    except ValueError:
+        return recorded.encode(), None
+    if not isinstance(obj, dict):
+        return recorded.encode(), None
+    model = obj.get("model")
+    if isinstance(model, str) and model in opts.model_map:
+        obj["model"] = model = opts.model_map[model]
+    if kind in LLM_KINDS or (kind is None and ("messages" in obj or "prompt" in obj)):
+        if completion_tokens is not None and completion_tokens > 0:
+            obj["max_tokens"] = int(completion_tokens)
+            obj["min_tokens"] = int(completion_tokens)
+            if "max_completion_tokens" in obj:
+                obj["max_completion_tokens"] = int(completion_tokens)
+        if opts.ignore_eos:
+            obj["ignore_eos"] = True
+        if stream or obj.get("stream"):
+            obj["stream"] = True
+            so = obj.get("stream_options")
+            obj["stream_options"] = {**(so if isinstance(so, dict) else {}), "include_usage": True}
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), model if isinstance(model, str) else None
+
+
+def build_headers(recorded_json: str | None, extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Recorded headers without credentials/hop-by-hop ones, then the --header values (which
+    replace recorded headers of the same name)."""
+    recorded: dict = {}
+    if recorded_json:
+        try:
+            v = json.loads(recorded_json)
+            recorded = v if isinstance(v, dict) else {}
+        except ValueError:
+            recorded = {}
+    override = {k.lower() for k, _ in extra}
+    out = []
+    for k, v in recorded.items():
+        lk = str(k).lower()
+        if lk.startswith(":") or lk in DROP_HEADERS or lk in override:
+            continue
+        vals = v if isinstance(v, list) else [v]
+        for one in vals:
+            s = str(one)
+            if "\r" in s or "\n" in s:
+                continue
+            out.append((str(k), s))
+    out.extend(extra)
+    return out
+
+
+def request_bytes(method: str, path: str, host_header: str, headers: list[tuple[str, str]], body: bytes) -> bytes:
+    """A complete HTTP/1.1 request, built once before the replay starts."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host_header}"]
+    has_ct = False
+    for k, v in headers:
+        if k.lower() == "content-type":
+            has_ct = True
+        lines.append(f"{k}: {v}")
+    if body and not has_ct:
+        lines.append("Content-Type: application/json")
+    if body or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body)}")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
+    return head + body

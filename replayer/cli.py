@@ -1,0 +1,75 @@
+"""`shadowreplay replay RECORDING --target URL --out DIR [options]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="replay a recording open-loop (timestamp-faithful) into a shadow server",
+        description="Replay a recording into a shadow server: every send time is fixed from one start "
+        "instant (open loop), each request's send lag is measured, results go to OUT/replay_results/.",
+    )
+    p.add_argument("recording", help="recording dataset folder (holding requests/)")
+    p.add_argument("--target", required=True, help="shadow base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--out", required=True, help="output folder for replay_results/, engine_metrics/, manifest.json")
+    p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 = twice as fast (default 1)")
+    p.add_argument("--start", help="first request time: ISO time or offset from the recording's first request (90s, 5m)")
+    p.add_argument("--end", help="end time (exclusive), same forms as --start")
+    p.add_argument("--where", help="DuckDB predicate over the requests table, e.g. \"kind = 'chat'\"")
+    p.add_argument("--limit", type=int, help="replay at most N requests (the first N in time)")
+    p.add_argument("--model-map", action="append", metavar="RECORDED=SHADOW", help="rename a model (repeatable)")
+    p.add_argument("--header", action="append", metavar="'Name: value'", help="header added to every request (repeatable)")
+    p.add_argument("--max-in-flight", type=int, help="safety cap on concurrent requests (delays are reported)")
+    p.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds (default 600)")
+    p.add_argument("--route", action="append", metavar="'PREDICATE=URL'",
+                   help="send requests matching a DuckDB predicate to another target (repeatable, first match wins)")
+    p.add_argument("--dry-run", action="store_true", help="print the schedule summary and exit")
+    p.add_argument("--allow-recorded-host", action="store_true", help="allow replaying to the host the traffic was recorded from")
+    p.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="do not set ignore_eos on LLM requests")
+    mg = p.add_mutually_exclusive_group()
+    mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
+    mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
+    p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between metric samples (default 1)")
+    p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd", help=argparse.SUPPRESS)
+    p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
+    p.add_argument("--no-progress", action="store_true", help="no live progress line")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from .replay import ReplayOptions, replay
+
+    opts = ReplayOptions(
+        recording=args.recording,
+        target=args.target,
+        out=args.out,
+        speed=args.speed,
+        start=args.start,
+        end=args.end,
+        where=args.where,
+        limit=args.limit,
+        model_map=args.model_map or [],
+        headers=args.header or [],
+        max_in_flight=args.max_in_flight,
+        timeout_s=args.timeout,
+        routes=args.route or [],
+        dry_run=args.dry_run,
+        allow_recorded_host=args.allow_recorded_host,
+        ignore_eos=args.ignore_eos,
+        metrics_url=args.metrics_url,
+        no_metrics=args.no_metrics,
+        metrics_interval_s=args.metrics_interval,
+        pacing=args.pacing,
+        drain_s=args.drain,
+        progress=False if args.no_progress else None,
+    )
+    result = replay(opts, echo=lambda s: print(s, flush=True))
+    if result.interrupted:
+        print(f"shadowreplay replay: interrupted; {result.summary['not_sent']} requests not sent; "
+              f"results in {args.out}", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,371 @@
+"""A minimal HTTP/1.1 client on asyncio protocols, built for open-loop sending.
+
+Why not httpx/aiohttp: a send must be a single synchronous `transport.write()` of bytes built
+before the replay starts, so the sender never awaits anything per request and never waits on
+response handling. Responses are parsed incrementally in `data_received` (status, headers,
+Content-Length or chunked bodies, SSE events for TTFT/ITL/usage). Keep-alive connections are
+pooled per target and opened ahead of need, so a send rarely pays for a TCP connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import ssl
+import time
+from collections.abc import Callable
+
+from .routes import Target
+
+MAX_BODY = 4 << 20  # non-streamed bodies kept (for usage) up to this size
+
+
+class Exchange:
+    """One replayed request and what was measured about it (all times: time.monotonic_ns)."""
+
+    __slots__ = (
+        "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
+        "usage", "sse", "_buf", "_body", "done_cb", "timer",
+    )
+
+    def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
+        self.idx = idx
+        self.data = data
+        self.sent_ns = 0
+        self.first_byte_ns = 0
+        self.end_ns = 0
+        self.status: int | None = None
+        self.error: str | None = None
+        self.token_ns: list[int] = []
+        self.usage: dict | None = None
+        self.sse = False
+        self._buf = b""
+        self._body = bytearray()
+        self.done_cb = done_cb
+        self.timer: asyncio.TimerHandle | None = None
+
+    # --- body handling -------------------------------------------------------------------------
+    def body(self, data: bytes, now: int) -> None:
+        if self.sse:
+            buf = self._buf + data
+            while True:
+                cut = buf.find(b"\n\n")
+                if cut < 0:
+                    break
+                self._event(buf[:cut], now)
+                buf = buf[cut + 2 :]
+            self._buf = buf
+        elif len(self._body) < MAX_BODY:
+            self._body += data
+
+    def _event(self, raw: bytes, now: int) -> None:
+        raw = raw.replace(b"\r", b"")
+        payload = b"\n".join(line[5:].lstrip(b" ") for line in raw.split(b"\n") if line.startswith(b"data:"))
+        if not payload or payload == b"[DONE]":
+            return
+        try:
+            ev = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(ev, dict):
+            return
+        if ev.get("usage"):
+            self.usage = ev["usage"]
+        for ch in ev.get("choices") or ():
+            delta = ch.get("delta") or {}
+            if ch.get("text") or delta.get("content") or delta.get("reasoning_content") or ch.get("token_ids"):
+                self.token_ns.append(now)
+                break
+
+    def finish(self, now: int, error: str | None = None) -> None:
+        if self.end_ns:
+            return
+        self.end_ns = now
+        if error and not self.error:
+            self.error = error
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.sse and self._body:
+            try:
+                obj = json.loads(bytes(self._body))
+                if isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
+                    self.usage = obj["usage"]
+            except ValueError:
+                pass
+        self._body = bytearray()
+        self.done_cb(self)
+
+
+class HttpConnection(asyncio.Protocol):
+    """One keep-alive connection; carries one exchange at a time."""
+
+    def __init__(self, pool: Pool):
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.ex: Exchange | None = None
+        self.closed = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state = 0  # 0 head, 1 length body, 2 chunk size, 3 chunk data, 4 chunk end, 5 until close
+        self.head = b""
+        self.remaining = 0
+        self.keep_alive = True
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.pool.discard(self)
+        ex = self.ex
+        if ex is not None:
+            self.ex = None
+            now = time.monotonic_ns()
+            if self.state == 5:
+                ex.finish(now)
+            else:
+                ex.finish(now, f"connection closed by target ({exc or 'EOF'})")
+
+    def send(self, ex: Exchange) -> None:
+        self.ex = ex
+        self._reset()
+        ex.sent_ns = time.monotonic_ns()
+        self.transport.write(ex.data)
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        ex = self.ex
+        if ex is None:  # unsolicited bytes: the connection is unusable
+            self.abort()
+            return
+        now = time.monotonic_ns()
+        if not ex.first_byte_ns:
+            ex.first_byte_ns = now
+        while data and self.ex is not None:
+            data = self._feed(ex, data, now)
+
+    def _feed(self, ex: Exchange, data: bytes, now: int) -> bytes:
+        st = self.state
+        if st == 0:
+            buf = self.head + data
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > 65536:
+                    self._fail(ex, now, "response headers too large")
+                    return b""
+                self.head = buf
+                return b""
+            self._headers(ex, buf[:end])
+            if self.ex is None:
+                return b""
+            return buf[end + 4 :]
+        if st == 1:
+            take = data[: self.remaining]
+            ex.body(take, now)
+            self.remaining -= len(take)
+            if self.remaining == 0:
+                self._complete(ex, now)
+            return data[len(take) :]
+        if st == 2:
+            buf = self.head + data
+            end = buf.find(b"\r\n")
+            if end < 0:
+                self.head = buf
+                return b""
+            try:
+                self.remaining = int(buf[:end].split(b";")[0], 16)
+            except ValueError:
+                self._fail(ex, now, "bad chunked encoding from target")
+                return b""
+            self.head = b""
+            self.state = 3 if self.remaining else 4
+            return buf[end + 2 :]
+        if st == 3:
+            take = data[: self.remaining]
+            ex.body(take, now)
+            self.remaining -= len(take)
+            if self.remaining == 0:
+                self.state = 6  # CRLF after chunk data
+            return data[len(take) :]
+        if st == 6:
+            buf = self.head + data
+            if len(buf) < 2:
+                self.head = buf
+                return b""
+            self.head = b""
+            self.state = 2
+            return buf[2:]
+        if st == 4:  # trailers after the last chunk, ended by an empty line
+            buf = self.head + data
+            if buf.startswith(b"\r\n"):
+                self.head = b""
+                self._complete(ex, now)
+                return buf[2:]
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                self.head = buf
+                return b""
+            self.head = b""
+            self._complete(ex, now)
+            return buf[end + 4 :]
+        ex.body(data, now)  # 5: until close
+        return b""
+
+    def _headers(self, ex: Exchange, head: bytes) -> None:
+        lines = head.split(b"\r\n")
+        try:
+            ex.status = int(lines[0].split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            self._fail(ex, time.monotonic_ns(), "malformed response from target")
+            return
+        length = None
+        chunked = False
+        for line in lines[1:]:
+            k, _, v = line.partition(b":")
+            k = k.strip().lower()
+            v = v.strip()
+            if k == b"content-length":
+                try:
+                    length = int(v)
+                except ValueError:
+                    pass
+            elif k == b"transfer-encoding" and b"chunked" in v.lower():
+                chunked = True
+            elif k == b"content-type" and v.lower().startswith(b"text/event-stream"):
+                ex.sse = True
+            elif k == b"connection" and v.lower() == b"close":
+                self.keep_alive = False
+        self.head = b""
+        if ex.status in (204, 304) or (100 <= ex.status < 200):
+            if ex.status < 200:  # interim response: wait for the real one
+                self.state = 0
+                return
+            self._complete(ex, time.monotonic_ns())
+        elif chunked:
+            self.state = 2
+        elif length is not None:
+            self.state = 1
+            self.remaining = length
+            if length == 0:
+                self._complete(ex, time.monotonic_ns())
+        else:
+            self.state = 5
+            self.keep_alive = False
+
+    def _complete(self, ex: Exchange, now: int) -> None:
+        self.ex = None
+        self._reset()
+        ex.finish(now)
+        if self.keep_alive and not self.closed:
+            self.pool.release(self)
+        else:
+            self.abort()
+
+    def _fail(self, ex: Exchange, now: int, why: str) -> None:
+        self.ex = None
+        ex.finish(now, why)
+        self.abort()
+
+
+class Pool:
+    """Idle keep-alive connections to one target, topped up in the background to `spare`."""
+
+    def __init__(self, target: Target, spare: int = 8):
+        self.target = target
+        self.spare = spare
+        self.idle: collections.deque[HttpConnection] = collections.deque()
+        self.opening = 0
+        self.all: set[HttpConnection] = set()
+        self.ssl = ssl.create_default_context() if target.scheme == "https" else None
+        self.closed = False
+
+    async def open(self) -> HttpConnection:
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(lambda: HttpConnection(self), self.target.host, self.target.port, ssl=self.ssl)
+        self.all.add(conn)
+        return conn
+
+    async def _open_spare(self) -> None:
+        self.opening += 1
+        try:
+            conn = await self.open()
+        except OSError:
+            return
+        finally:
+            self.opening -= 1
+        if self.closed:
+            conn.abort()
+        else:
+            self.idle.append(conn)
+
+    def top_up(self) -> None:
+        if self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        for _ in range(self.spare - len(self.idle) - self.opening):
+            loop.create_task(self._open_spare())
+
+    async def warm(self, n: int) -> None:
+        results = await asyncio.gather(*(self.open() for _ in range(n)), return_exceptions=True)
+        for r in results:
+            if isinstance(r, HttpConnection):
+                self.idle.append(r)
+
+    def take(self) -> HttpConnection | None:
+        while self.idle:
+            c = self.idle.pop()  # most recently used first: it is known to be alive
+            if not c.closed:
+                if len(self.idle) < self.spare // 2:
+                    self.top_up()
+                return c
+        self.top_up()
+        return None
+
+    def release(self, conn: HttpConnection) -> None:
+        if self.closed:
+            conn.abort()
+        else:
+            self.idle.append(conn)
+
+    def discard(self, conn: HttpConnection) -> None:
+        self.all.discard(conn)
+        try:
+            self.idle.remove(conn)
+        except ValueError:
+            pass
+
+    def close(self) -> None:
+        self.closed = True
+        for c in list(self.all):
+            c.abort()
+        self.idle.clear()
+
+
+async def probe(target: Target, timeout: float = 5.0) -> str | None:
+    """None when a TCP (and TLS) connection to the target opens, else why not (one line)."""
+    ctx = ssl.create_default_context() if target.scheme == "https" else None
+    try:
+        _, w = await asyncio.wait_for(asyncio.open_connection(target.host, target.port, ssl=ctx), timeout)
+    except (OSError, asyncio.TimeoutError, ssl.SSLError) as e:
+        return f"cannot reach target {target.url}: {e.__class__.__name__}: {e}".rstrip(": ")
+    w.close()
+    return None
+
+
+async def get(target: Target, path: str, timeout: float = 3.0) -> tuple[int, bytes] | None:
+    """A plain GET (for /metrics discovery); None on any failure."""
+    ctx = ssl.create_default_context() if target.scheme == "https" else None
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection(target.host, target.port, ssl=ctx), timeout)
+        w.write(f"GET {target.base_path}{path} HTTP/1.1\r\nHost: {target.hostport}\r\nConnection: close\r\n\r\n".encode())
+        data = await asyncio.wait_for(r.read(1 << 20), timeout)
+        w.close()
+        status = int(data.split(b" ", 2)[1])
+        return status, data
+    except (OSError, asyncio.TimeoutError, ValueError, IndexError, ssl.SSLError):
+        return None

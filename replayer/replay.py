@@ -1,0 +1,230 @@
+"""The replay command's steps, callable in-process: select, plan, check, send, write."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from shadowreplay import __version__
+from shadowreplay.errors import ConfigError, TargetError
+
+from . import client, results, schedule
+from .body import BodyOptions, parse_headers, parse_model_map
+from .plan import build_plan
+from .routes import parse_route, parse_target
+from .runner import Replayer, RunConfig
+from .safety import check_targets, recorded_endpoints
+
+log = logging.getLogger(__name__)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+@dataclass
+class ReplayOptions:
+    recording: str
+    target: str
+    out: str
+    speed: float = 1.0
+    start: str | None = None
+    end: str | None = None
+    where: str | None = None
+    limit: int | None = None
+    model_map: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
+    max_in_flight: int | None = None
+    timeout_s: float = 600.0
+    routes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    allow_recorded_host: bool = False
+    ignore_eos: bool = True
+    metrics_url: str | None = None
+    no_metrics: bool = False
+    metrics_interval_s: float = 1.0
+    pacing: str = "timerfd"
+    drain_s: float = 30.0
+    progress: bool | None = None
+
+
+@dataclass
+class ReplayResult:
+    summary: dict
+    out: Path | None
+    files: list[Path]
+    interrupted: bool = False
+    schedule: dict | None = None
+
+
+def _validate(o: ReplayOptions) -> None:
+    if o.speed <= 0:
+        raise ConfigError("--speed must be greater than 0")
+    if o.max_in_flight is not None and o.max_in_flight < 1:
+        raise ConfigError("--max-in-flight must be at least 1")
+    if o.timeout_s <= 0:
+        raise ConfigError("--timeout must be greater than 0")
+
+
+def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
+    _validate(o)
+    target = parse_target(o.target)
+    routes = [parse_route(r) for r in o.routes]
+    body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
+    extra_headers = parse_headers(o.headers)
+    sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit), [r.predicate for r in routes])
+    offs = schedule.offsets_ns(sel.table, o.speed)
+    plan = build_plan(sel.table, offs, target, routes, body_opts, extra_headers)
+    sched = schedule.summary(sel.table, offs)
+    per_target: dict[str, int] = {}
+    for ti in plan.target_idx:
+        per_target[plan.targets[ti].url] = per_target.get(plan.targets[ti].url, 0) + 1
+    sched["per_target"] = per_target
+    hosts, ports, schemes = zip(*plan.recorded_hosts) if plan.recorded_hosts else ((), (), ())
+    check_targets(plan.targets, recorded_endpoints(hosts, ports, schemes), o.allow_recorded_host)
+
+    if o.dry_run:
+        echo(f"dry run: {sched['requests']} requests over {sched['span_s']} s at speed {o.speed:g} "
+             f"(mean {sched['mean_rate_per_s']}/s, peak {sched['peak_per_s']} in one second, "
+             f"min gap {sched['min_gap_ms']} ms)")
+        for url, n in per_target.items():
+            echo(f"  {n} -> {url}")
+        return ReplayResult({}, None, [], schedule=sched)
+
+    out = Path(o.out)
+    out.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_replay_async(o, sel, plan, sched, out, echo))
+
+
+async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
+    used = sorted({plan.target_idx[i] for i in range(len(plan))})
+    for ti in used:
+        why = await client.probe(plan.targets[ti])
+        if why:
+            raise TargetError(why)
+    sampler = None
+    metrics_url = None
+    if not o.no_metrics:
+        metrics_url = o.metrics_url or plan.targets[0].url + "/metrics"
+        sampler = await asyncio.to_thread(_start_sampler, metrics_url, out, o.metrics_interval_s, bool(o.metrics_url))
+    run_id = uuid.uuid4().hex[:12]
+    started = dt.datetime.now(dt.timezone.utc)
+    manifest = {
+        "tool": "shadowreplay replay",
+        "version": __version__,
+        "run_id": run_id,
+        "recording": str(Path(o.recording).resolve()),
+        "recording_rows": sel.recording_rows,
+        "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
+                    "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},
+        "speed": o.speed,
+        "targets": [t.url for t in plan.targets],
+        "routes": [{"predicate": plan.route_names[i], "target": plan.targets[i].url} for i in range(1, len(plan.targets))],
+        "model_map": dict(parse_model_map(o.model_map)),
+        "header_names": [h.split(":", 1)[0].strip() for h in o.headers],  # values may be secrets
+        "ignore_eos": o.ignore_eos,
+        "max_in_flight": o.max_in_flight,
+        "timeout_s": o.timeout_s,
+        "pacing": o.pacing,
+        "metrics_url": metrics_url if sampler else None,
+        "schedule": sched,
+        "started_at": started.isoformat(),
+    }
+    _write_manifest(out, manifest)
+    rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
+                                   drain_s=o.drain_s, progress=o.progress))
+    try:
+        outcome = await rep.run()
+    finally:
+        if sampler is not None:
+            await asyncio.to_thread(sampler.stop)
+    cols, lags, caps = _result_columns(plan, outcome)
+    files = results.write_results(out, cols, run_id)
+    sent_ns = [s for s in outcome.sent_ns if s]
+    summ = results.summarize(lags, caps, outcome.errors, outcome.sent, len(plan),
+                             min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
+                             plan.offsets_ns[-1] / 1e9 / 1.0 if len(plan) else 0.0)
+    summ["interrupted"] = outcome.interrupted
+    manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
+    manifest["summary"] = summ
+    _write_manifest(out, manifest)
+    echo(results.format_summary(summ))
+    return ReplayResult(summ, out, files, interrupted=outcome.interrupted, schedule=sched)
+
+
+def _start_sampler(url: str, out: Path, interval_s: float, explicit: bool):
+    from shadowreplay import metrics
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per scrape otherwise
+    if not metrics.probe(url):
+        if explicit:
+            raise TargetError(f"--metrics-url {url} does not answer with Prometheus metrics")
+        log.info("no Prometheus metrics at %s; engine metrics not sampled", url)
+        return None
+    return metrics.MetricsSampler(url, out, interval_s).start()
+
+
+def _write_manifest(out: Path, manifest: dict) -> None:
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    os.replace(tmp, out / "manifest.json")
+
+
+def _wall(ns: int, delta: int) -> dt.datetime | None:
+    if not ns:
+        return None
+    return _EPOCH + dt.timedelta(microseconds=(ns + delta) // 1000)
+
+
+def _result_columns(plan, oc) -> tuple[dict, list[float], list[float]]:
+    """Flat result columns for the requests that were sent (or failed trying)."""
+    d = oc.wall_minus_mono_ns
+    keep = [i for i in range(len(plan)) if oc.sent_ns[i] or oc.error[i]]
+    cols: dict[str, list] = {k: [] for k in (
+        "request_id", "target", "route", "scheduled_at", "sent_at", "send_lag_ms", "cap_delay_ms",
+        "ts_first_byte", "ts_end", "status", "error", "kind", "model", "client_id", "ttft_ms", "itl_ms",
+        "e2e_ms", "prompt_tokens", "completion_tokens", "cached_tokens", "expected_completion_tokens",
+        "prompt_chars")}
+    lags, caps = [], []
+    for i in keep:
+        sched_ns = oc.start_mono_ns + plan.offsets_ns[i]
+        sent = oc.sent_ns[i]
+        lag = (sent - sched_ns) / 1e6 if sent else None
+        cap = oc.cap_delay_ns[i] / 1e6
+        toks = oc.token_ns[i] or []
+        usage = oc.usage[i] or {}
+        details = usage.get("prompt_tokens_details") or {}
+        cols["request_id"].append(plan.request_id[i])
+        cols["target"].append(plan.targets[plan.target_idx[i]].url)
+        cols["route"].append(plan.route_names[plan.target_idx[i]])
+        cols["scheduled_at"].append(_wall(sched_ns, d))
+        cols["sent_at"].append(_wall(sent, d))
+        cols["send_lag_ms"].append(lag)
+        cols["cap_delay_ms"].append(cap)
+        cols["ts_first_byte"].append(_wall(oc.first_byte_ns[i], d))
+        cols["ts_end"].append(_wall(oc.end_ns[i], d))
+        cols["status"].append(oc.status[i])
+        cols["error"].append(oc.error[i])
+        cols["kind"].append(plan.kind[i])
+        cols["model"].append(plan.model[i])
+        cols["client_id"].append(plan.client_id[i])
+        cols["ttft_ms"].append((toks[0] - sent) / 1e6 if toks and sent else None)
+        cols["itl_ms"].append([(b - a) / 1e6 for a, b in zip(toks, toks[1:])] if len(toks) > 1 else ([] if toks else None))
+        cols["e2e_ms"].append((oc.end_ns[i] - sent) / 1e6 if oc.end_ns[i] and sent else None)
+        cols["prompt_tokens"].append(_int(usage.get("prompt_tokens")))
+        cols["completion_tokens"].append(_int(usage.get("completion_tokens")))
+        cols["cached_tokens"].append(_int(details.get("cached_tokens") if isinstance(details, dict) else None))
+        cols["expected_completion_tokens"].append(plan.expected_completion_tokens[i])
+        cols["prompt_chars"].append(plan.prompt_chars[i])
+        if lag is not None:
+            lags.append(lag)
+        caps.append(cap)
+    return cols, lags, caps
+
+
+def _int(v) -> int | None:
+    return int(v) if isinstance(v, (int, float)) else None

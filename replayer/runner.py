@@ -1,0 +1,278 @@
+"""The replay itself: one asyncio loop, one sender coroutine that fires each request at
+`start + offset` (open loop; it never awaits a response), responses handled in protocol
+callbacks, per-request measurements kept in flat lists."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass, field
+
+from .client import Exchange, Pool
+from .grpc_replay import GrpcChannels, GrpcResult
+from .pacer import Pacer
+from .plan import Plan
+from .progress import Progress
+
+START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
+YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
+
+
+@dataclass
+class RunConfig:
+    max_in_flight: int | None = None
+    timeout_s: float = 600.0
+    pacing: str = "timerfd"
+    drain_s: float = 30.0  # after Ctrl-C: how long in-flight requests may finish
+    warm_connections: int = 16
+    progress: bool | None = None  # None: on when stderr is a TTY
+
+
+@dataclass
+class RunOutcome:
+    start_mono_ns: int
+    wall_minus_mono_ns: int
+    sent_ns: list[int]
+    cap_delay_ns: list[int]
+    first_byte_ns: list[int]
+    end_ns: list[int]
+    status: list[int | None]
+    error: list[str | None]
+    token_ns: list[list[int] | None]
+    usage: list[dict | None]
+    interrupted: bool = False
+    sent: int = 0
+    errors: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class Replayer:
+    def __init__(self, plan: Plan, cfg: RunConfig):
+        self.plan = plan
+        self.cfg = cfg
+        n = len(plan)
+        self.sent_ns = [0] * n
+        self.cap_delay_ns = [0] * n
+        self.first_byte_ns = [0] * n
+        self.end_ns = [0] * n
+        self.status: list[int | None] = [None] * n
+        self.error: list[str | None] = [None] * n
+        self.token_ns: list[list[int] | None] = [None] * n
+        self.usage: list[dict | None] = [None] * n
+        self.in_flight = 0
+        self.done = 0
+        self.sent = 0
+        self.errors = 0
+        self.last_lag_ms: float | None = None
+        self.pools: dict[int, Pool] = {}
+        self.grpc = GrpcChannels()
+        self.live: dict[int, Exchange] = {}
+        self.live_grpc: dict[int, asyncio.Task] = {}
+        self._slot = asyncio.Event()
+        self._idle = asyncio.Event()
+        self.interrupted = False
+        self._sigints = 0
+
+    # ---- completion ---------------------------------------------------------------------------
+    def _done_http(self, ex: Exchange) -> None:
+        i = ex.idx
+        self.live.pop(i, None)
+        self.first_byte_ns[i] = ex.first_byte_ns
+        self.end_ns[i] = ex.end_ns
+        self.status[i] = ex.status
+        if ex.error is None and ex.status is not None and ex.status >= 400:
+            ex.error = f"HTTP {ex.status}"
+        self.error[i] = ex.error
+        self.token_ns[i] = ex.token_ns
+        self.usage[i] = ex.usage
+        self._finished(ex.error is not None)
+
+    def _finished(self, failed: bool) -> None:
+        self.in_flight -= 1
+        self.done += 1
+        if failed:
+            self.errors += 1
+        self._slot.set()
+        if self.in_flight == 0:
+            self._idle.set()
+
+    # ---- sending ------------------------------------------------------------------------------
+    def _fire(self, i: int) -> None:
+        plan = self.plan
+        self.in_flight += 1
+        self._idle.clear()
+        t = plan.targets[plan.target_idx[i]]
+        if plan.grpc[i] is not None:
+            res = GrpcResult()
+            task = asyncio.get_running_loop().create_task(self._grpc(i, res))
+            self.live_grpc[i] = task
+            self.sent_ns[i] = time.monotonic_ns()  # the call is started by the task's first step
+            return
+        ex = Exchange(i, plan.http[i], self._done_http)
+        self.live[i] = ex
+        pool = self.pools[plan.target_idx[i]]
+        conn = pool.take()
+        if conn is not None:
+            conn.send(ex)
+            self.sent_ns[i] = ex.sent_ns
+        else:
+            asyncio.get_running_loop().create_task(self._connect_and_send(pool, ex))
+        ex.timer = asyncio.get_running_loop().call_later(self.cfg.timeout_s, self._timeout, ex)
+        _ = t
+
+    async def _connect_and_send(self, pool: Pool, ex: Exchange) -> None:
+        try:
+            conn = await pool.open()
+        except OSError as e:
+            now = time.monotonic_ns()
+            self.sent_ns[ex.idx] = now
+            ex.sent_ns = now
+            ex.finish(now, f"connect: {e.strerror or e}")
+            return
+        if ex.end_ns:  # timed out or aborted while connecting
+            conn.abort()
+            return
+        conn.send(ex)
+        self.sent_ns[ex.idx] = ex.sent_ns
+
+    def _timeout(self, ex: Exchange) -> None:
+        if ex.end_ns:
+            return
+        ex.timer = None
+        ex.finish(time.monotonic_ns(), f"timeout after {self.cfg.timeout_s:g} s")
+        self._abort_conn_of(ex)
+
+    def _abort_conn_of(self, ex: Exchange) -> None:
+        for pool in self.pools.values():
+            for c in list(pool.all):
+                if c.ex is ex:
+                    c.ex = None
+                    c.abort()
+
+    async def _grpc(self, i: int, res: GrpcResult) -> None:
+        plan = self.plan
+        try:
+            await self.grpc.call(plan.targets[plan.target_idx[i]], plan.grpc[i], self.cfg.timeout_s, res)
+        except asyncio.CancelledError:
+            res.error = res.error or "interrupted: no response within the drain time"
+            res.end_ns = time.monotonic_ns()
+        finally:
+            self.live_grpc.pop(i, None)
+            if res.sent_ns:
+                self.sent_ns[i] = res.sent_ns
+            self.first_byte_ns[i] = res.first_ns
+            self.end_ns[i] = res.end_ns or time.monotonic_ns()
+            self.status[i] = res.code
+            self.error[i] = res.error
+            self.token_ns[i] = res.msg_ns
+            self._finished(res.error is not None)
+
+    async def _sender(self, start_ns: int) -> None:
+        plan = self.plan
+        pacer = Pacer(self.cfg.pacing)
+        cap = self.cfg.max_in_flight
+        offs = plan.offsets_ns
+        burst = 0
+        try:
+            for i in range(len(plan)):
+                target_ns = start_ns + offs[i]
+                w = pacer.wait_until(target_ns)
+                if w is not None:
+                    await w
+                    burst = 0
+                else:
+                    burst += 1
+                    if burst >= YIELD_EVERY:
+                        burst = 0
+                        await asyncio.sleep(0)
+                if cap is not None and self.in_flight >= cap:
+                    t_wait = time.monotonic_ns()
+                    while self.in_flight >= cap:
+                        self._slot.clear()
+                        await self._slot.wait()
+                    self.cap_delay_ns[i] = time.monotonic_ns() - t_wait
+                if plan.skip[i] is not None:
+                    now = time.monotonic_ns()
+                    self.sent_ns[i] = now
+                    self.end_ns[i] = now
+                    self.error[i] = plan.skip[i]
+                    self.errors += 1
+                    self.done += 1
+                    self.sent += 1
+                    continue
+                self._fire(i)
+                self.sent += 1
+                if self.sent_ns[i]:
+                    self.last_lag_ms = (self.sent_ns[i] - target_ns) / 1e6
+        finally:
+            pacer.close()
+
+    def snapshot(self) -> dict:
+        return {"sent": self.sent, "total": len(self.plan), "in_flight": self.in_flight,
+                "done": self.done, "errors": self.errors, "lag_ms": self.last_lag_ms}
+
+    async def run(self) -> RunOutcome:
+        loop = asyncio.get_running_loop()
+        for ti, t in enumerate(self.plan.targets):
+            if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
+                self.pools[ti] = Pool(t)
+        for pool in self.pools.values():
+            await pool.warm(self.cfg.warm_connections)
+        self._idle.set()
+        progress = Progress(self.snapshot, force=bool(self.cfg.progress))
+        if self.cfg.progress is False:
+            progress.enabled = False
+        start_ns = time.monotonic_ns() + START_LEAD_NS
+        wall_minus_mono = time.time_ns() - time.monotonic_ns()
+        sender = loop.create_task(self._sender(start_ns))
+
+        def on_sigint() -> None:
+            self._sigints += 1
+            self.interrupted = True
+            if not sender.done():
+                sender.cancel()
+            elif self._sigints >= 2:
+                self._abort_all("interrupted: second Ctrl-C")
+
+        installed = False
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            installed = True
+        except (RuntimeError, ValueError, NotImplementedError):
+            pass  # not the main thread: Ctrl-C handling is the caller's business
+        progress.start()
+        try:
+            try:
+                await sender
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+            grace = self.cfg.drain_s if self.interrupted else self.cfg.timeout_s + 5
+            try:
+                await asyncio.wait_for(self._idle.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+            self._abort_all("interrupted: no response within the drain time" if self.interrupted
+                            else "no response when the replay ended")
+            if self.live_grpc:
+                await asyncio.gather(*self.live_grpc.values(), return_exceptions=True)
+        finally:
+            progress.stop()
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+            for pool in self.pools.values():
+                pool.close()
+            await self.grpc.close()
+        return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
+                          self.end_ns, self.status, self.error, self.token_ns, self.usage,
+                          interrupted=self.interrupted, sent=self.sent, errors=self.errors)
+
+    def _abort_all(self, why: str) -> None:
+        now = time.monotonic_ns()
+        for ex in list(self.live.values()):
+            if not ex.end_ns:
+                ex.finish(now, why)
+                self._abort_conn_of(ex)
+        for task in list(self.live_grpc.values()):
+            task.cancel()

@@ -1,0 +1,206 @@
+"""Loading and selecting the requests to replay, and computing their send offsets.
+
+DuckDB reads the recording (Hive-partitioned Parquet, `requests` table); the user's --where is a
+DuckDB predicate over that table. The result is one Arrow table in send order; no Python object
+per row is built here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shadowreplay.dataset import check_file, find_tables, parquet_files
+from shadowreplay.errors import ConfigError, DatasetError
+from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
+
+# Columns the replayer cannot work without, and those it uses when present (NULL otherwise).
+REQUIRED = ("request_id", "ts_start", "path", "request_body")
+OPTIONAL = (
+    "method", "scheme", "host", "port", "protocol", "kind", "client_id", "model", "stream",
+    "prompt_chars", "completion_tokens", "request_headers", "grpc_service", "grpc_method",
+    "grpc_messages",
+)
+
+_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_OFFSET = re.compile(r"^\+?(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+
+
+@dataclass(frozen=True)
+class Filters:
+    where: str | None = None
+    start: str | None = None
+    end: str | None = None
+    limit: int | None = None
+
+
+@dataclass
+class Selection:
+    root: Path  # dataset root holding requests/
+    files: list[Path]
+    table: pa.Table  # selected rows in send order (REQUIRED + OPTIONAL + route_index)
+    recording_first: dt.datetime  # first request of the whole recording
+    recording_last: dt.datetime
+    recording_rows: int
+    start: dt.datetime
+    end: dt.datetime
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+
+def _sql(name: str) -> str:
+    return resources.files("replayer").joinpath("sql", name).read_text()
+
+
+def parse_time(value: str, first: dt.datetime) -> dt.datetime:
+    """An absolute ISO-8601 time (UTC if no zone), or an offset from the recording's first
+    request: `90`, `90s`, `1500ms`, `5m`, `1.5h` (optionally with a leading +)."""
+    v = value.strip()
+    m = _OFFSET.match(v)
+    if m:
+        return first + dt.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2) or "s"])
+    try:
+        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"bad time {value!r}: give an ISO time (2026-11-29T10:00:00Z) or an offset (90s, 5m, 1h)"
+        ) from None
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+
+
+def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
+    """The requests table's Parquet files, each checked (readable, schema version, table)."""
+    tables = find_tables(recording)
+    if REQUESTS not in tables:
+        raise DatasetError(f"{recording}: no {REQUESTS}/ table found (is this a shadowreplay recording?)")
+    root = tables[REQUESTS]
+    files = parquet_files(root, REQUESTS)
+    if not files:
+        raise DatasetError(f"{root / REQUESTS}: no Parquet files")
+    columns: set[str] = set()
+    for f in files:
+        md = check_file(f, REQUESTS)
+        columns.update(md.schema.to_arrow_schema().names)
+    missing = [c for c in REQUIRED if c not in columns]
+    if missing:
+        raise DatasetError(f"{root / REQUESTS}: recording lacks column(s) {', '.join(missing)}")
+    return root, files
+
+
+def _column_list(present: set[str]) -> str:
+    out = []
+    for name in REQUIRED + OPTIONAL:
+        if name in present:
+            out.append(f'"{name}"')
+        else:
+            typ = REQUESTS_SCHEMA.field(name).type
+            out.append(f'CAST(NULL AS {_duck_type(typ)}) AS "{name}"')
+    return ", ".join(out)
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_int32(t):
+        return "INTEGER"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_list(t):
+        return "STRUCT(direction VARCHAR, t_ms DOUBLE, compressed BOOLEAN, size INTEGER, data BLOB)[]"
+    return "VARCHAR"
+
+
+def select(recording: str | Path, filters: Filters, route_predicates: list[str] | None = None) -> Selection:
+    """Runs the selection query; raises DatasetError/ConfigError with a one-line message."""
+    import duckdb
+
+    root, files = recording_files(recording)
+    con = duckdb.connect()
+    params_files = [str(f) for f in files]
+    try:
+        present = {
+            r[0] for r in con.execute(
+                "DESCRIBE SELECT * FROM read_parquet($files, hive_partitioning = true, union_by_name = true)",
+                {"files": params_files},
+            ).fetchall()
+        }
+        first, last, n = con.execute(_sql("bounds.sql"), {"files": params_files}).fetchone()
+    except duckdb.Error as e:
+        raise DatasetError(f"{root / REQUESTS}: cannot read the recording ({_first_line(e)})") from None
+    if not n:
+        raise DatasetError(f"{root / REQUESTS}: the recording holds no requests")
+    first = first.astimezone(dt.timezone.utc)
+    last = last.astimezone(dt.timezone.utc)
+    start = parse_time(filters.start, first) if filters.start else first
+    end = parse_time(filters.end, first) if filters.end else last + dt.timedelta(microseconds=1)
+    if end <= start:
+        raise ConfigError(f"--end ({end.isoformat()}) is not after --start ({start.isoformat()})")
+    if filters.limit is not None and filters.limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    route_sql = "CAST(NULL AS INTEGER)"
+    if route_predicates:
+        whens = " ".join(f"WHEN ({p}) THEN {i}" for i, p in enumerate(route_predicates))
+        route_sql = f"CASE {whens} ELSE NULL END"
+    sql = _sql("select.sql").format(
+        columns=_column_list(present),
+        where=filters.where or "TRUE",
+        route=route_sql,
+        limit=f"LIMIT {int(filters.limit)}" if filters.limit else "",
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DuckDB's note about an extra Arrow copy
+            table = con.execute(sql, {"files": params_files, "start": start, "end": end}).to_arrow_table()
+    except duckdb.Error as e:
+        what = "--where/--route predicate" if (filters.where or route_predicates) else "selection"
+        raise ConfigError(f"bad {what}: {_first_line(e)}") from None
+    finally:
+        con.close()
+    if table.num_rows == 0:
+        raise ConfigError(
+            f"empty selection: no request of {root / REQUESTS} matches "
+            f"(where={filters.where or 'TRUE'}, start={start.isoformat()}, end={end.isoformat()})"
+        )
+    return Selection(root, files, table, first, last, int(n), start, end)
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def offsets_ns(table: pa.Table, speed: float) -> list[int]:
+    """Scheduled send offsets (ns after the replay's start instant) for rows in send order:
+    the recorded gap from the first selected request, divided by `speed`."""
+    if speed <= 0:
+        raise ConfigError("--speed must be greater than 0")
+    us = pc.cast(table.column("ts_start"), pa.int64()).to_pylist()
+    t0 = us[0]
+    return [round((u - t0) * 1000 / speed) for u in us]
+
+
+def summary(table: pa.Table, offs: list[int]) -> dict:
+    """Schedule figures for --dry-run and the manifest."""
+    n = len(offs)
+    span_s = offs[-1] / 1e9 if n else 0.0
+    per_s: dict[int, int] = {}
+    for o in offs:
+        per_s[o // 1_000_000_000] = per_s.get(o // 1_000_000_000, 0) + 1
+    gaps = sorted(b - a for a, b in zip(offs, offs[1:]))
+    return {
+        "requests": n,
+        "span_s": round(span_s, 3),
+        "mean_rate_per_s": round(n / span_s, 2) if span_s > 0 else None,
+        "peak_per_s": max(per_s.values()) if per_s else 0,
+        "min_gap_ms": round(gaps[0] / 1e6, 3) if gaps else None,
+        "median_gap_ms": round(gaps[len(gaps) // 2] / 1e6, 3) if gaps else None,
+    }
