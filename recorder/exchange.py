@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from shadowreplay.schema import REQUESTS_SCHEMA
+
 from .sse import SseParser, StreamDecoder, choice_text, decode_body, gaps_ms, summarize_openai_stream
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie", "openai-api-key"}
 )
 REDACTED = "[redacted]"
+_COLUMNS = tuple(REQUESTS_SCHEMA.names)
 ERROR_CAP = 300  # chars of an error message kept
 
 
@@ -263,6 +266,8 @@ class HttpExchange:
         if errors:
             row["error"] = "; ".join(errors)[: ERROR_CAP * 2]
         row["pii_counts"] = pii or None
+        for name in _COLUMNS:
+            row.setdefault(name, None)
         return row
 
     def _request_fields(self, body, req_ct, kind, scrubber, opts, row, errors, pii) -> None:

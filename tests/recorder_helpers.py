@@ -1,0 +1,145 @@
+"""Helpers for recorder tests: run a real mitmdump with the recorder addon, read what it wrote."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+ADDON = REPO / "recorder" / "record_addon.py"
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def mitmdump_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "mitmdump"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mitmproxy.tools.main"]
+
+
+class Proxy:
+    """mitmdump --mode reverse:UPSTREAM -s record_addon.py --set shadowreplay_* (a real process)."""
+
+    def __init__(self, upstream: str, out: Path, key_file: Path | None, port: int, **sets: Any) -> None:
+        self.upstream = upstream
+        self.out = Path(out)
+        self.key_file = key_file
+        self.port = port
+        self.sets = {"flow_detail": 0, **sets}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.out.parent / f"mitmdump-{port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        cmd = mitmdump_cmd() + [
+            "--mode",
+            f"reverse:{self.upstream}",
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            str(self.port),
+            "-s",
+            str(ADDON),
+            "--set",
+            f"shadowreplay_out={self.out}",
+        ]
+        if self.key_file is not None:
+            cmd += ["--set", f"shadowreplay_key_file={self.key_file}"]
+        for k, v in self.sets.items():
+            cmd += ["--set", f"{k}={v}"]
+        return cmd
+
+    def start(self, wait: bool = True) -> "Proxy":
+        env = dict(os.environ)
+        env.pop("SHADOWREPLAY_SCRUB_KEY", None)
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        if wait:
+            # ready = listening and the recorder's writer has started (it writes the status file)
+            wait_for(
+                lambda: self._check_alive() and port_open("127.0.0.1", self.port) and (self.out / "recorder_status.json").exists(),
+                timeout=30,
+                what="mitmdump with the recorder to listen",
+            )
+        return self
+
+    def _check_alive(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"mitmdump exited with {self.proc.returncode}: {self.log()}")
+        return True
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def __enter__(self) -> "Proxy":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.stop()
+
+
+def read_requests(out: Path) -> list[dict[str, Any]]:
+    import duckdb
+
+    glob = str(out / "requests" / "**" / "*.parquet")
+    con = duckdb.connect()
+    try:
+        cur = con.execute(f"SELECT * FROM read_parquet('{glob}', hive_partitioning=true, union_by_name=true)")
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def rows_by_header(rows: list[dict], name: str = "x-test-id") -> dict[str, dict]:
+    import json
+
+    out = {}
+    for r in rows:
+        h = json.loads(r["request_headers"] or "{}")
+        if name in h:
+            out[h[name]] = r
+    return out

@@ -1,0 +1,136 @@
+"""Pure SSE / OpenAI stream parsing (recorder.sse)."""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+
+import pytest
+
+from recorder.sse import SseParser, StreamDecoder, decode_body, gaps_ms, summarize_openai_stream
+
+
+def _chat_stream(words: list[str], usage: bool = True) -> bytes:
+    out = []
+    for i, w in enumerate(words):
+        delta = {"content": w}
+        if i == 0:
+            delta["role"] = "assistant"
+        fr = "stop" if i == len(words) - 1 else None
+        out.append({"model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": fr}]})
+    if usage:
+        out.append(
+            {
+                "choices": [],
+                "usage": {"prompt_tokens": 11, "completion_tokens": len(words), "prompt_tokens_details": {"cached_tokens": 4}},
+            }
+        )
+    return b"".join(f"data: {json.dumps(o)}\n\n".encode() for o in out) + b"data: [DONE]\n\n"
+
+
+def _feed_split(data: bytes, cuts: list[int]) -> list:
+    p = SseParser()
+    events = []
+    prev = 0
+    for i, c in enumerate(sorted(cuts) + [len(data)]):
+        events += p.feed(data[prev:c], float(i))
+        prev = c
+    events += p.close(99.0)
+    return events
+
+
+def test_events_are_the_same_for_any_chunking():
+    data = _chat_stream(["Hel", "lo", " wörld"])
+    whole = [e.data for e in _feed_split(data, [])]
+    rng = random.Random(7)
+    for _ in range(200):
+        cuts = rng.sample(range(1, len(data)), k=rng.randint(1, 12))
+        assert [e.data for e in _feed_split(data, cuts)] == whole
+    assert len(whole) == 5 and whole[-1] == "[DONE]"
+
+
+def test_crlf_cr_comments_multiline_and_event_names():
+    p = SseParser()
+    evs = p.feed(b": keep-alive\r\nevent: x\r\ndata: a\r\ndata: b\r", 1.0)
+    assert evs == []
+    evs = p.feed(b"\n\r\ndata: c\r\rdata:d", 2.0)  # CRLF split across chunks
+    assert [(e.data, e.event, e.t) for e in evs] == [("a\nb", "x", 2.0), ("c", None, 2.0)]
+    assert [(e.data, e.t) for e in p.close(3.0)] == [("d", 3.0)]
+
+
+def test_event_time_is_the_chunk_that_completed_it():
+    p = SseParser()
+    assert p.feed(b'data: {"a":', 1.0) == []
+    evs = p.feed(b" 1}\n\n", 2.5)
+    assert [(e.data, e.t) for e in evs] == [('{"a": 1}', 2.5)]
+
+
+def test_invalid_utf8_is_flagged_not_raised():
+    p = SseParser()
+    evs = p.feed(b"data: \xff\xfe ok\n\n", 1.0)
+    assert p.invalid_utf8 and evs[0].data.endswith(" ok")
+
+
+def test_summary_chat_text_usage_finish_and_token_times():
+    data = _chat_stream(["Hel", "lo", " there"])
+    p = SseParser()
+    events = []
+    # one event per chunk, at t = 10, 11, 12, ...
+    for i, part in enumerate(data.split(b"\n\n")[:-1]):
+        events += p.feed(part + b"\n\n", 10.0 + i)
+    s = summarize_openai_stream(events)
+    assert s.text == "Hello there"
+    assert s.finish_reason == "stop"
+    assert (s.prompt_tokens, s.completion_tokens, s.cached_tokens) == (11, 3, 4)
+    assert s.done and s.data_events == 4  # 3 tokens + usage chunk, [DONE] excluded
+    assert s.token_times == [10.0, 11.0, 12.0]
+    assert gaps_ms(s.token_times) == [1000.0, 1000.0]
+
+
+def test_summary_completion_and_role_only_first_chunk():
+    evs = []
+    p = SseParser()
+    evs += p.feed(b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n', 1.0)
+    evs += p.feed(b'data: {"choices":[{"index":0,"text":"abc","finish_reason":"length"}]}\n\n', 2.0)
+    evs += p.feed(b"data: not json\n\n", 3.0)
+    s = summarize_openai_stream(evs)
+    assert s.text == "abc" and s.token_times == [2.0] and s.first_data_t == 1.0
+    assert s.malformed_events == 1 and not s.done and s.finish_reason == "length"
+
+
+@pytest.mark.parametrize("enc", ["gzip", "deflate", "br", "zstd"])
+def test_stream_decoder_keeps_chunk_boundaries(enc):
+    data = _chat_stream(["a", "b", "c"])
+    parts = data.split(b"\n\n")[:-1]
+    if enc == "gzip":
+        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        comp = [c.compress(x + b"\n\n") + c.flush(zlib.Z_SYNC_FLUSH) for x in parts]
+    elif enc == "deflate":
+        c = zlib.compressobj()
+        comp = [c.compress(x + b"\n\n") + c.flush(zlib.Z_SYNC_FLUSH) for x in parts]
+    elif enc == "br":
+        import brotli
+
+        c = brotli.Compressor()
+        comp = [c.process(x + b"\n\n") + c.flush() for x in parts]
+    else:
+        from backports import zstd
+
+        c = zstd.ZstdCompressor()
+        comp = [c.compress(x + b"\n\n", mode=zstd.ZstdCompressor.FLUSH_BLOCK) for x in parts]
+    d = StreamDecoder(enc)
+    p = SseParser()
+    evs = []
+    for i, chunk in enumerate(comp):
+        evs += p.feed(d.decode(chunk), float(i))
+    assert [e.t for e in evs] == [float(i) for i in range(len(parts))]
+    assert summarize_openai_stream(evs).text == "abc"
+
+
+def test_decode_body_errors_do_not_echo_the_body():
+    with pytest.raises(ValueError) as ei:
+        decode_body(b"secret-payload-not-gzip", "gzip")
+    assert "secret" not in str(ei.value)
+    with pytest.raises(ValueError):
+        decode_body(b"x", "rot13")
