@@ -1,0 +1,139 @@
+"""`shadowreplay analyze`: latency percentiles, error rates, goodput and windowed SLO compliance
+per kind/model/client, plus prefix sharing. The SQL is in analysis/sql/{summary,itl,windows,prefix}.sql."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from . import fmt
+from .session import Sources, has_column_data, materialize, query
+from .units import format_duration
+
+KEY = ("kind", "model", "client_id")
+# The lat columns the analyze queries read (kept in memory once, see session.materialize).
+KEEP = ["t", "kind", "model", "client_id", "failed", "timed_out", "ttft_ms", "e2e_ms", "tpot_ms", "completion_tokens", "prefix_key"]
+
+
+def _key(r: dict[str, Any]) -> tuple:
+    return (bool(r["is_total"]),) + tuple(r.get(k) for k in KEY)
+
+
+def _q(v, i):
+    return None if v is None else v[i]
+
+
+def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float) -> dict[str, Any]:
+    notes: list[str] = []
+    itl_rows = query(con, "itl")  # before materialize(): the only query that reads the itl_ms lists
+    n = materialize(con, KEEP)
+    result: dict[str, Any] = {"table": table, "sources": src.describe(), "requests": n, "slo_ms": slo, "window_s": window_s}
+    if n == 0:
+        notes.append(f"{table} holds no rows")
+        result.update(groups=[], prefix=None, notes=notes)
+        return result
+    has_ttft = has_column_data(con, "ttft_ms")
+    has_itl = any(r["is_total"] and r["gaps"] for r in itl_rows)
+    if not has_ttft:
+        notes.append("no TTFT recorded (requests were not streamed): TTFT columns are empty, a TTFT SLO is judged on e2e")
+    if not has_itl:
+        notes.append("no per-token timings (itl_ms): ITL percentiles are per-request means (e2e-ttft)/(tokens-1) where known")
+    params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
+    params["window_s"] = window_s
+    rows = query(con, "summary", params)
+    windows = {_key(r): r for r in query(con, "windows")} if slo else {}
+    itl = {_key(r): r for r in itl_rows} if has_itl else {}
+    groups = []
+    for r in rows:
+        k = _key(r)
+        w = windows.get(k)
+        i = itl.get(k)
+        itl_q = i["itl_q"] if i else r["tpot_q"]
+        groups.append(
+            {
+                "total": bool(r["is_total"]),
+                "kind": r["kind"],
+                "model": r["model"],
+                "client_id": r["client_id"],
+                "requests": r["requests"],
+                "error_rate": r["error_rate"],
+                "timeout_rate": r["timeout_rate"],
+                "ttft_ms": _pcts(r["ttft_q"], r["ttft_max"]),
+                "itl_ms": _pcts(itl_q, i["itl_max"] if i else r["tpot_max"]),
+                "itl_source": "token gaps" if i else "per-request mean",
+                "e2e_ms": _pcts(r["e2e_q"], r["e2e_max"]),
+                "tokens_per_s": r["tokens_per_s"],
+                "rps": r["rps"],
+                "good": r["good"],
+                "goodput_rps": r["goodput_rps"],
+                "goodput_share": r["goodput_share"],
+                "windows": w["windows"] if w else None,
+                "window_compliance": w["compliance"] if w else None,
+            }
+        )
+    result["groups"] = groups
+    result["span_s"] = rows[0]["span_s"] if rows else None
+    if not slo:
+        notes.append("no --slo given: goodput counts every successful request; windowed compliance needs an SLO")
+    if has_column_data(con, "prefix_key"):
+        result["prefix"] = [
+            {k: r[k] for k in ("client_id", "requests", "shared", "shared_share", "distinct_prefixes")} | {"total": bool(r["is_total"])}
+            for r in query(con, "prefix")
+        ]
+    else:
+        result["prefix"] = None
+        notes.append("no prefix_hash/hash_ids in this dataset: prefix sharing unknown")
+    result["notes"] = notes
+    return result
+
+
+def _pcts(q, mx) -> dict[str, float | None]:
+    return {"p50": _q(q, 0), "p95": _q(q, 1), "p99": _q(q, 2), "max": mx}
+
+
+def _name(g: dict[str, Any]) -> tuple[str, str, str]:
+    if g["total"]:
+        return ("ALL", "", "")
+    return (g["kind"] or "-", g["model"] or "-", g["client_id"] or "-")
+
+
+def render(res: dict[str, Any]) -> str:
+    out = [f"{res['table']}: {res['requests']:,} requests from {res['sources']}"]
+    if res.get("span_s"):
+        out[0] += f", spanning {_span(res['span_s'])}"
+    slo = res["slo_ms"]
+    if slo:
+        out.append("SLO: " + ", ".join(f"{k} <= {v:g} ms" for k, v in slo.items()) + f"; windows of {format_duration(res['window_s'])}")
+    groups = res["groups"]
+    if groups:
+        head = ["kind", "model", "client", "requests", "err", "timeout", "rps", "tok/s", "goodput/s", "good", "windows ok"]
+        rows = []
+        for g in groups:
+            rows.append(
+                list(_name(g))
+                + [g["requests"], fmt.pct(g["error_rate"]), fmt.pct(g["timeout_rate"]), fmt.cell(g["rps"], 2), fmt.cell(g["tokens_per_s"], 1),
+                   fmt.cell(g["goodput_rps"], 2), fmt.pct(g["goodput_share"]), fmt.pct(g["window_compliance"]) if g["windows"] else "-"]
+            )
+        out += ["", fmt.table(head, rows, "Traffic and goodput")]
+        for metric, title in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("e2e_ms", "E2E latency (ms)")):
+            rows = [list(_name(g)) + [fmt.cell(g[metric][p]) for p in ("p50", "p95", "p99", "max")] for g in groups]
+            if metric == "itl_ms" and groups:
+                title += f", {groups[0]['itl_source']}"
+            out += ["", fmt.table(["kind", "model", "client", "P50", "P95", "P99", "max"], rows, title)]
+    if res.get("prefix"):
+        rows = [["ALL" if p["total"] else (p["client_id"] or "-"), p["requests"], p["shared"], fmt.pct(p["shared_share"]), p["distinct_prefixes"]] for p in res["prefix"]]
+        out += ["", fmt.table(["client", "requests", "shared prefix", "share", "distinct prefixes"], rows, "Prefix sharing (requests whose prefix another request also has)")]
+    for note in res.get("notes", []):
+        out.append(f"note: {note}")
+    return "\n".join(out)
+
+
+def _span(s: float) -> str:
+    if s >= 2 * 86400:
+        return f"{s / 86400:.1f} days"
+    if s >= 7200:
+        return f"{s / 3600:.1f} hours"
+    if s >= 120:
+        return f"{s / 60:.1f} minutes"
+    return f"{s:.1f} s"

@@ -1,0 +1,192 @@
+"""`shadowreplay analyze anomalies`: periodic tail-latency anomalies and who causes them.
+
+Time is folded onto a period (a week of hours by default). Each (period, slot) cell gets its TP99
+latency and mean prompt length; a cell is anomalous when its TP99 is at least `tp99_ratio` times
+the median cell (and, if asked, its mean prompt `prompt_ratio` times the median). A slot is
+reported when it is anomalous in at least `min_periods` periods, so one bad hour is not a pattern.
+The SQL is in analysis/sql/{fold,anomalies,anomaly_clients,engine_windows,engine_slots}.sql."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from . import fmt
+from .session import Sources, has_column_data, materialize, query
+from .units import format_duration
+
+DAY = 86400
+WEEK = 7 * DAY
+MONDAY_S = 4 * DAY  # 1970-01-05, the first Monday after the epoch
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass
+class AnomalyParams:
+    period_s: float = WEEK
+    bucket_s: float = 3600.0
+    metric: str = "e2e"  # or "ttft"
+    tp99_ratio: float = 2.0
+    prompt_ratio: float | None = None  # also require mean prompt >= this x typical
+    min_periods: int = 2
+    min_requests: int = 10
+    long_factor: float = 2.0  # a "long prompt" is >= this x the typical mean prompt
+    corr_window_s: float = 10.0
+
+    @property
+    def origin_s(self) -> float:
+        return MONDAY_S if self.period_s % WEEK == 0 else 0.0
+
+
+def _hhmm(sec: float) -> str:
+    sec = int(round(sec))
+    return f"{sec // 3600 % 24:02d}:{sec // 60 % 60:02d}" + (f":{sec % 60:02d}" if sec % 60 else "")
+
+
+def slot_label(slot: int, period_s: float, bucket_s: float) -> str:
+    """'Wednesday 14:00-15:00 UTC' for week folds, '14:00-15:00 UTC daily' for day folds,
+    '+20s-30s of each 1m period' otherwise."""
+    a = slot * bucket_s
+    b = min(a + bucket_s, period_s)
+    if period_s == WEEK:
+        da, db = int(a // DAY), int((b - 1e-9) // DAY)
+        if da == db:
+            end = "24:00" if b % DAY == 0 else _hhmm(b)
+            return f"{WEEKDAYS[da]} {_hhmm(a)}-{end} UTC"
+        return f"{WEEKDAYS[da]} {_hhmm(a)}-{WEEKDAYS[db % 7]} {_hhmm(b)} UTC"
+    if period_s == DAY:
+        end = "24:00" if b == DAY else _hhmm(b)
+        return f"{_hhmm(a)}-{end} UTC daily"
+    return f"+{_off(a)}-{_off(b)} of each {format_duration(period_s)} period"
+
+
+def _off(s: float) -> str:
+    return "0s" if s == 0 else format_duration(s)
+
+
+def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams) -> dict[str, Any]:
+    notes: list[str] = []
+    res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
+    n = materialize(con, ["t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "client_id", "route"])
+    res["requests"] = n
+    if n == 0:
+        res["notes"] = [f"{table} holds no rows"]
+        return res
+    metric = p.metric
+    if metric == "ttft" and not has_column_data(con, "ttft_ms"):
+        notes.append("no TTFT recorded (not streamed): using e2e latency instead")
+        metric = "e2e"
+    if not has_column_data(con, "e2e_ms"):
+        res["notes"] = notes + ["no latency recorded (e2e_ms empty): nothing to fold"]
+        return res
+    if not has_column_data(con, "prompt_len"):
+        notes.append("no prompt lengths (prompt_tokens/prompt_chars empty): prompt ratios unknown")
+    params = {
+        "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
+        "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
+        "min_periods": p.min_periods, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
+    }
+    shape = query(con, "fold", params)[0]
+    res["periods"] = shape["periods"]
+    res["slots"] = shape["slots"]
+    res["slots_per_period"] = int(round(p.period_s / p.bucket_s))
+    if shape["periods"] < p.min_periods:
+        notes.append(
+            f"the data spans {shape['periods']} period(s) of {format_duration(p.period_s)}, fewer than --min-periods "
+            f"{p.min_periods}: no slot can repeat; try a shorter --period"
+        )
+    found = query(con, "anomalies")
+    by_slot: dict[int, list[dict[str, Any]]] = {}
+    if found:
+        for r in query(con, "anomaly_clients"):
+            by_slot.setdefault(r["slot"], []).append(r)
+    engine = None
+    eng_slots: dict[int, dict[str, Any]] = {}
+    if src.has("engine_metrics"):
+        e = query(con, "engine_windows")[0]
+        if e["windows"]:
+            engine = e
+            eng_slots = {r["slot"]: r for r in query(con, "engine_slots")} if found else {}
+        else:
+            notes.append("engine_metrics do not overlap the requests in time (or hold no vLLM gauges): no batch-size correlation")
+    else:
+        notes.append("no engine_metrics: latency cannot be correlated with batch size / queue depth")
+    res["engine"] = engine
+    for r in found:
+        clients = by_slot.get(r["slot"], [])
+        res["anomalies"].append(
+            {
+                "slot": r["slot"],
+                "label": slot_label(r["slot"], p.period_s, p.bucket_s),
+                "periods_seen": r["periods_seen"],
+                "periods_anomalous": r["periods_anomalous"],
+                "anomalous_periods": r["anomalous_periods"],
+                "tp99_ratio": r["tp99_ratio"],
+                "prompt_ratio": r["prompt_ratio"],
+                "tp99_ms": r["tp99_ms"],
+                "typical_tp99_ms": r["typical_tp99_ms"],
+                "mean_prompt": r["mean_prompt"],
+                "typical_prompt": r["typical_prompt"],
+                "requests": r["requests"],
+                "explained_by": _explain(clients),
+                "clients": clients,
+                "engine": eng_slots.get(r["slot"]),
+            }
+        )
+    res["metric"] = metric
+    res["notes"] = notes
+    return res
+
+
+def _explain(clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The clients that explain a slot: those holding >= 20% of its long prompts; if the slot has
+    no long prompts, those whose share of requests rose by >= 10 points over elsewhere."""
+    total_long = sum(c["long_prompts"] for c in clients)
+    if total_long:
+        picked = [c for c in clients if c["long_share"] >= 0.2]
+    else:
+        picked = [c for c in clients if c["request_share"] - c["share_elsewhere"] >= 0.1]
+    return [
+        {k: c[k] for k in ("who", "long_share", "request_share", "share_elsewhere", "mean_prompt", "requests", "long_prompts")}
+        for c in sorted(picked, key=lambda c: (-c["long_share"], -c["request_share"]))[:3]
+    ]
+
+
+def render(res: dict[str, Any]) -> str:
+    p = res["params"]
+    out = [
+        f"{res['table']}: {res['requests']:,} requests from {res['sources']}",
+        f"fold: period {format_duration(p['period_s'])}, bucket {format_duration(p['bucket_s'])}, "
+        f"{res.get('periods', 0)} periods seen; latency {res.get('metric', p['metric'])}; a cell is anomalous when "
+        f"TP99 >= {p['tp99_ratio']:g}x the median cell"
+        + (f" and mean prompt >= {p['prompt_ratio']:g}x" if p["prompt_ratio"] else "")
+        + f" (cells of >= {p['min_requests']} requests); reported when anomalous in >= {p['min_periods']} periods",
+    ]
+    an = res["anomalies"]
+    if not an:
+        out.append("")
+        out.append("no periodic anomalies found")
+    else:
+        rows = []
+        for a in an:
+            who = ", ".join(f"{c['who']} ({fmt.pct(c['long_share'])} of long prompts)" if c["long_prompts"] else f"{c['who']} ({fmt.pct(c['request_share'])} of requests)" for c in a["explained_by"]) or "-"
+            rows.append([a["label"], f"{a['periods_anomalous']}/{a['periods_seen']}", f"{a['tp99_ratio']:.1f}x",
+                         "-" if a["prompt_ratio"] is None else f"{a['prompt_ratio']:.1f}x", fmt.cell(a["tp99_ms"], 0), fmt.cell(a["typical_tp99_ms"], 0), who])
+        out += ["", fmt.table(["slot", "periods", "TP99 ratio", "prompt ratio", "TP99 ms", "typical ms", "explained by"], rows, "Periodic anomalies")]
+        for a in an:
+            if a["clients"]:
+                crow = [[c["who"], c["requests"], c["long_prompts"], fmt.pct(c["long_share"]), fmt.pct(c["request_share"]), fmt.pct(c["share_elsewhere"]), fmt.cell(c["mean_prompt"], 0)] for c in a["clients"][:6]]
+                out += ["", fmt.table(["client", "requests", "long prompts", "long share", "req share", "share elsewhere", "mean prompt"], crow, f"Traffic in {a['label']}")]
+            if a.get("engine"):
+                e = a["engine"]
+                out.append(f"engine in this slot: running {fmt.cell(e['running'])} (overall {fmt.cell(e['running_overall'])}), waiting {fmt.cell(e['waiting'])} (overall {fmt.cell(e['waiting_overall'])})")
+    e = res.get("engine")
+    if e:
+        out += ["", f"engine correlation over {e['windows']:,} windows of {format_duration(p['corr_window_s'])}: "
+                f"P99 vs running (batch size) r={fmt.cell(e['corr_p99_running'], 2)}, vs waiting (queue) r={fmt.cell(e['corr_p99_waiting'], 2)}, "
+                f"vs KV usage r={fmt.cell(e['corr_p99_kv'], 2)}; mean latency vs running r={fmt.cell(e['corr_mean_running'], 2)}"]
+    for note in res.get("notes", []):
+        out.append(f"note: {note}")
+    return "\n".join(out)

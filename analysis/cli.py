@@ -1,0 +1,148 @@
+"""Registers `sql`, `analyze` (and `analyze anomalies`), `compare` and `report`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from shadowreplay.errors import ConfigError
+
+DEFAULT_WINDOW = "5s"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sql",
+        help="DuckDB session over datasets (views requests, replay_results, engine_metrics, replayed, lat)",
+        description="Opens DuckDB with views over the datasets under PATH... Without -c/-f, reads "
+        "statements from stdin (end each with ';'; .tables lists views; .quit leaves).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-c", "--command", dest="query", help="run QUERY, print its result, exit")
+    g.add_argument("-f", "--file", help="run the statements of FILE, print the last result, exit")
+    p.add_argument("--csv", action="store_true", help="print results as CSV")
+    p.add_argument("--max-rows", type=int, default=200, help="rows printed per result (default 200)")
+    p.set_defaults(func=_cmd_sql)
+
+    a = sub.add_parser(
+        "analyze",
+        help="latency percentiles, goodput, SLO windows; `analyze anomalies PATH` for periodic anomalies",
+        description="shadowreplay analyze PATH... : percentiles, errors, goodput, windowed SLO compliance, prefix sharing.\n"
+        "shadowreplay analyze anomalies PATH... : periodic tail-latency anomalies (fold onto --period/--bucket).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument("paths", nargs="+", metavar="[anomalies] PATH", help="dataset folders; start with the word `anomalies` for the anomaly search")
+    a.add_argument("--table", choices=("requests", "replay_results"), help="what to analyze (default: replay_results if present, else requests)")
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
+    a.add_argument("--window", default=DEFAULT_WINDOW, help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
+    a.add_argument("--period", default="1w", help="anomalies: period to fold onto (default 1w; units ms s m h d w)")
+    a.add_argument("--bucket", default="1h", help="anomalies: slot size within the period (default 1h)")
+    a.add_argument("--metric", choices=("e2e", "ttft"), default="e2e", help="anomalies: latency judged (default e2e)")
+    a.add_argument("--tp99-ratio", type=float, default=2.0, help="anomalies: TP99 / typical TP99 that flags a cell (default 2)")
+    a.add_argument("--prompt-ratio", type=float, default=None, help="anomalies: also require mean prompt / typical >= this")
+    a.add_argument("--min-periods", type=int, default=2, help="anomalies: periods a slot must be anomalous in (default 2)")
+    a.add_argument("--min-requests", type=int, default=10, help="anomalies: cells with fewer requests are not judged (default 10)")
+    a.add_argument("--long-factor", type=float, default=2.0, help="anomalies: a long prompt is >= this x the typical mean (default 2)")
+    a.add_argument("--corr-window", default="10s", help="anomalies: window for the engine-metrics correlation (default 10s)")
+    a.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
+    a.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
+    a.set_defaults(func=_cmd_analyze)
+
+    c = sub.add_parser(
+        "compare",
+        help="two replays (or a replay and its recording) side by side, with deltas and fidelity",
+        description="Compares A and B: percentiles and goodput with deltas (B - A), overall and per time slot. "
+        "When one side is the recording of the other (or both replay the same recording), reports fidelity.",
+    )
+    c.add_argument("a", metavar="A", help="baseline dataset (a replay or a recording)")
+    c.add_argument("b", metavar="B", help="dataset compared with A")
+    c.add_argument("--slo", help="SLOs for goodput, e.g. ttft=500ms,e2e=5s")
+    c.add_argument("--bucket", default="auto", help="slot size for the per-slot comparison (default: about 12 slots)")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.set_defaults(func=_cmd_compare)
+
+    r = sub.add_parser("report", help="one self-contained HTML page of plots and the anomaly table")
+    r.add_argument("paths", nargs="+", metavar="PATH")
+    r.add_argument("--out", required=True, help="HTML file to write")
+    r.add_argument("--table", choices=("requests", "replay_results"))
+    r.add_argument("--slo", help="SLOs shown in the summary, e.g. ttft=500ms,e2e=5s")
+    r.add_argument("--period", default="auto", help="fold period (default: 1w when the data spans 2+ weeks, else 1d, else 1m)")
+    r.add_argument("--bucket", default="auto", help="fold bucket (default: 1h for 1w/1d)")
+    r.add_argument("--title", help="page title")
+    r.set_defaults(func=_cmd_report)
+
+
+def _cmd_sql(args) -> int:
+    from .sqlshell import run
+
+    return run(args.paths, query=args.query, file=args.file, csv=args.csv, max_rows=args.max_rows)
+
+
+def _anomaly_params(args):
+    from .anomalies import AnomalyParams
+    from .units import parse_duration_s
+
+    period = parse_duration_s(args.period)
+    bucket = parse_duration_s(args.bucket)
+    if bucket > period:
+        raise ConfigError(f"--bucket {args.bucket} is longer than --period {args.period}")
+    if args.min_periods < 1:
+        raise ConfigError("--min-periods must be at least 1")
+    return AnomalyParams(
+        period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, prompt_ratio=args.prompt_ratio,
+        min_periods=args.min_periods, min_requests=args.min_requests, long_factor=args.long_factor,
+        corr_window_s=parse_duration_s(args.corr_window),
+    )
+
+
+def _cmd_analyze(args) -> int:
+    from . import fmt
+    from .session import open_dataset
+    from .units import parse_duration_s, parse_slo
+
+    paths = list(args.paths)
+    anomalies = paths[0] == "anomalies" and (len(paths) > 1 or not Path("anomalies").exists())
+    if anomalies:
+        paths = paths[1:]
+        if not paths:
+            raise ConfigError("analyze anomalies: give a dataset PATH")
+    if anomalies:
+        from . import anomalies as an
+
+        params = _anomaly_params(args)
+        con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit)
+        res = an.compute(con, src, table, params)
+        print(fmt.to_json(res) if args.json else an.render(res))
+        return 0
+    from . import analyze
+
+    slo = parse_slo(args.slo)
+    window = parse_duration_s(args.window)
+    con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit)
+    res = analyze.compute(con, src, table, slo, window)
+    print(fmt.to_json(res) if args.json else analyze.render(res))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from . import compare, fmt
+    from .units import parse_duration_s, parse_slo
+
+    bucket = None if args.bucket == "auto" else parse_duration_s(args.bucket)
+    res = compare.compute(args.a, args.b, parse_slo(args.slo), bucket)
+    print(fmt.to_json(res) if args.json else compare.render(res))
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from . import report
+    from .units import parse_duration_s, parse_slo
+
+    period = None if args.period == "auto" else parse_duration_s(args.period)
+    bucket = None if args.bucket == "auto" else parse_duration_s(args.bucket)
+    out = report.build(args.paths, Path(args.out), table=args.table, slo=parse_slo(args.slo), period_s=period, bucket_s=bucket, title=args.title)
+    print(f"report written to {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,240 @@
+"""Opens a DuckDB connection with the shadowreplay views registered over one or more datasets.
+
+Views: `requests` (recording), `replay_results`, `engine_metrics`, `replayed` (replay results
+joined to the recording by request_id), and `lat` (one normalized row per request, the input of
+every analysis query). A replay's manifest.json `recording` field points at its recording, so
+`shadowreplay analyze REPLAY_DIR` finds the recording without being told."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from shadowreplay.dataset import find_tables, glob_for, parquet_files
+from shadowreplay.errors import ConfigError, DatasetError
+from shadowreplay.schema import ENGINE_METRICS, REPLAY_RESULTS, REQUESTS, TABLES
+
+log = logging.getLogger(__name__)
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+
+def sql_text(name: str) -> str:
+    return (SQL_DIR / f"{name}.sql").read_text()
+
+
+def sql_literal(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+@dataclass
+class Sources:
+    """The Parquet globs found for each table (several roots are read together)."""
+
+    globs: dict[str, list[str]] = field(default_factory=dict)
+    roots: dict[str, list[Path]] = field(default_factory=dict)
+    empty: list[str] = field(default_factory=list)  # tables whose folder holds no Parquet file
+
+    def has(self, table: str) -> bool:
+        return bool(self.globs.get(table))
+
+    def describe(self) -> str:
+        parts = [f"{t} ({', '.join(str(r) for r in self.roots[t])})" for t in TABLES if self.has(t)]
+        return "; ".join(parts) if parts else "no tables"
+
+
+def _manifest_recording(root: Path) -> Path | None:
+    for cand in (root / "manifest.json", root / REPLAY_RESULTS / "manifest.json"):
+        if cand.is_file():
+            try:
+                rec = json.loads(cand.read_text()).get("recording")
+            except (OSError, ValueError, AttributeError):
+                log.warning("%s: unreadable manifest, ignored", cand)
+                return None
+            if not rec:
+                return None
+            p = Path(rec)
+            if not p.is_absolute():
+                p = (cand.parent / p).resolve()
+            return p
+    return None
+
+
+def find_sources(paths: list[str | os.PathLike], follow_manifest: bool = True) -> Sources:
+    src = Sources()
+
+    def add(table: str, root: Path) -> None:
+        root = Path(root)
+        if root in src.roots.get(table, []):
+            return
+        if not parquet_files(root, table):
+            src.empty.append(f"{root}/{table}")
+            return
+        src.roots.setdefault(table, []).append(root)
+        src.globs.setdefault(table, []).append(glob_for(root, table))
+
+    for p in paths:
+        found = find_tables(p)
+        if not found:
+            raise DatasetError(f"{p}: no shadowreplay dataset here (expected a requests/, replay_results/ or engine_metrics/ folder)")
+        for table, root in found.items():
+            add(table, root)
+    if follow_manifest and src.has(REPLAY_RESULTS) and not src.has(REQUESTS):
+        for root in list(src.roots[REPLAY_RESULTS]):
+            rec = _manifest_recording(root)
+            if rec is None:
+                continue
+            if not rec.exists():
+                log.warning("the replay's manifest names recording %s, which is not there", rec)
+                continue
+            rt = find_tables(rec)
+            if REQUESTS in rt:
+                add(REQUESTS, rt[REQUESTS])
+    return src
+
+
+def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    if memory_limit:
+        con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | None = None) -> list[str]:
+    """Creates the table views (and `replayed`) in `schema` (default: main). Returns their names."""
+    if schema:
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        con.execute(f"SET schema = {sql_literal(schema)}")
+    made = []
+    try:
+        for table in TABLES:
+            if not src.has(table):
+                continue
+            globs = src.globs[table]
+            lit = sql_literal(globs[0]) if len(globs) == 1 else "[" + ", ".join(sql_literal(g) for g in globs) + "]"
+            con.execute(sql_text(f"view_{table}").replace(":glob", lit))
+            made.append(table)
+        if src.has(REQUESTS) and src.has(REPLAY_RESULTS):
+            con.execute(sql_text("view_replayed"))
+            made.append("replayed")
+    except duckdb.Error as e:
+        raise DatasetError(f"cannot read the dataset ({src.describe()}): {first_line(e)}") from None
+    finally:
+        if schema:
+            con.execute("SET schema = 'main'")
+    return made
+
+
+def choose_table(src: Sources, table: str | None) -> str:
+    """The table analyzed: the one asked for, else replay_results when present, else requests."""
+    if table:
+        if table not in (REQUESTS, REPLAY_RESULTS):
+            raise ConfigError(f"--table must be {REQUESTS} or {REPLAY_RESULTS}")
+        if not src.has(table):
+            raise DatasetError(f"no {table} table found ({src.describe()})")
+        return table
+    if src.has(REPLAY_RESULTS):
+        return REPLAY_RESULTS
+    if src.has(REQUESTS):
+        return REQUESTS
+    what = "; ".join(src.empty) if src.empty else src.describe()
+    raise DatasetError(f"nothing to analyze: no requests or replay_results with data ({what} is empty)")
+
+
+def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schema: str | None = None) -> None:
+    name = "lat_requests" if table == REQUESTS else ("lat_replayed" if src.has(REQUESTS) else "lat_replay_results")
+    if schema:
+        con.execute(f"SET schema = {sql_literal(schema)}")
+    try:
+        con.execute(sql_text(name))
+    except duckdb.Error as e:
+        raise DatasetError(f"cannot read {table}: {first_line(e)}") from None
+    finally:
+        if schema:
+            con.execute("SET schema = 'main'")
+
+
+def first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def set_params(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
+    for k, v in params.items():
+        if v is None:
+            con.execute(f"SET VARIABLE {k} = NULL")
+        else:
+            con.execute(f"SET VARIABLE {k} = ?", [v])
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None, schema: str | None = None) -> list[dict[str, Any]]:
+    """Runs analysis/sql/NAME.sql (its last statement is the result) and returns rows as dicts."""
+    if params:
+        set_params(con, params)
+    if schema:
+        con.execute(f"SET schema = {sql_literal(schema)}")
+    try:
+        stmts = [s for s in _split(sql_text(name)) if s.strip()]
+        for s in stmts[:-1]:
+            con.execute(s)
+        cur = con.execute(stmts[-1])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    except duckdb.Error as e:
+        raise DatasetError(f"query {name} failed: {first_line(e)}") from None
+    finally:
+        if schema:
+            con.execute("SET schema = 'main'")
+
+
+def _split(text: str) -> list[str]:
+    """Splits a .sql file on ';' at line ends (our files keep ';' out of strings)."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    out, cur = [], []
+    for ln in lines:
+        cur.append(ln)
+        if ln.rstrip().endswith(";"):
+            out.append("\n".join(cur))
+            cur = []
+    if any(c.strip() for c in cur):
+        out.append("\n".join(cur))
+    return out
+
+
+def open_dataset(paths: list[str], table: str | None = None, threads: int | None = None, memory_limit: str | None = None):
+    """connect + find + register views + lat. Returns (con, sources, table analyzed)."""
+    src = find_sources(paths)
+    con = connect(threads, memory_limit)
+    register_views(con, src)
+    t = choose_table(src, table)
+    register_lat(con, src, t)
+    return con, src, t
+
+
+def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat") -> bool:
+    return bool(con.execute(f"SELECT count({expr}) > 0 FROM {view}").fetchone()[0])
+
+
+def engine_metrics_present(src: Sources) -> bool:
+    return src.has(ENGINE_METRICS)
+
+
+def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None) -> int:
+    """Reads the `lat` view's Parquet once into a temporary table and points `lat` at it, so the
+    several queries of a command do not each re-open every hourly file. `columns` limits what is
+    kept (the itl_ms lists are dropped by default: they are read, once, by itl.sql beforehand)."""
+    cols = ", ".join(columns) if columns else "* EXCLUDE (itl_ms)"
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE lat_mat AS SELECT {cols} FROM lat")
+        con.execute("CREATE OR REPLACE TEMP VIEW lat AS SELECT * FROM lat_mat")
+    except duckdb.Error as e:
+        raise DatasetError(f"cannot read the dataset: {first_line(e)}") from None
+    return con.execute("SELECT count(*) FROM lat_mat").fetchone()[0]

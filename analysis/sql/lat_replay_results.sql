@@ -1,0 +1,25 @@
+-- One row per replayed request (replay results alone, without the recording).
+CREATE OR REPLACE VIEW lat AS
+SELECT
+    request_id,
+    scheduled_at AS t,
+    kind,
+    model,
+    client_id,
+    route,
+    status,
+    error,
+    (error IS NOT NULL OR coalesce(status, 200) >= 400) AS failed,
+    (coalesce(status, 0) IN (408, 504)
+        OR contains(lower(coalesce(error, '')), 'timeout')
+        OR contains(lower(coalesce(error, '')), 'timed out')) AS timed_out,
+    ttft_ms,
+    e2e_ms,
+    itl_ms,
+    coalesce(list_avg(itl_ms), (e2e_ms - ttft_ms) / nullif(completion_tokens - 1, 0)) AS tpot_ms,
+    prompt_tokens,
+    completion_tokens,
+    coalesce(prompt_tokens::DOUBLE, prompt_chars / 4.0) AS prompt_len,
+    NULL::VARCHAR AS prefix_key,
+    send_lag_ms
+FROM replay_results;
