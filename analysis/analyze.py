@@ -24,10 +24,10 @@ def _q(v, i):
     return None if v is None else v[i]
 
 
-def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float) -> dict[str, Any]:
+def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
     notes: list[str] = []
     itl_rows = query(con, "itl")  # before materialize(): the only query that reads the itl_ms lists
-    n = materialize(con, KEEP)
+    n = materialize(con, keep or KEEP)
     result: dict[str, Any] = {"table": table, "sources": src.describe(), "requests": n, "slo_ms": slo, "window_s": window_s}
     if n == 0:
         notes.append(f"{table} holds no rows")

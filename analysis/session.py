@@ -232,6 +232,8 @@ def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None
     several queries of a command do not each re-open every hourly file. `columns` limits what is
     kept (the itl_ms lists are dropped by default: they are read, once, by itl.sql beforehand)."""
     cols = ", ".join(columns) if columns else "* EXCLUDE (itl_ms)"
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'lat_mat' AND temporary").fetchone()[0]:
+        return con.execute("SELECT count(*) FROM lat_mat").fetchone()[0]  # done already, with a superset
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE lat_mat AS SELECT {cols} FROM lat")
         con.execute("CREATE OR REPLACE TEMP VIEW lat AS SELECT * FROM lat_mat")
