@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .detectors import SECRET, find_spans
+from .detectors import SECRET, Span, find_spans
 from .substitutes import Substituter
 
 # Strings at least this long are cached whole: a system prompt shared by many requests is
 # scrubbed once and stays byte-identical (prefix caching in a replay depends on it).
-_CACHE_MIN_CHARS = 256
+_CACHE_MIN_CHARS = 64
+_BATCH_CHARS = 1_000_000  # strings of one body are scanned together, up to this many characters
 _CACHE_MAX_CHARS = 64_000_000
 _FAST_MASK_OVER = 200_000
 
@@ -90,6 +91,13 @@ class Scrubber:
         self._whole: dict[str, Scrubbed] = {}
         self._whole_chars = 0
         self.stats = _Stats()
+        self._cache_min = _CACHE_MIN_CHARS
+
+    def disable_text_cache(self) -> None:
+        """Scan every string even when it was seen before (benchmarks; results are identical)."""
+        self._cache_min = 1 << 62
+        self._whole.clear()
+        self._whole_chars = 0
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
@@ -105,27 +113,101 @@ class Scrubber:
     def scrub_text(self, text: str) -> Scrubbed:
         if not text:
             return Scrubbed(text, {})
-        if len(text) >= _CACHE_MIN_CHARS:
+        if len(text) >= self._cache_min:
             hit = self._whole.get(text)
             if hit is not None:
                 self.stats.cache_hits += 1
                 return hit
         result = self._scrub_text_uncached(text)
-        if len(text) >= _CACHE_MIN_CHARS and result.error is None:
-            if self._whole_chars + len(text) > _CACHE_MAX_CHARS:
-                self._whole.clear()
-                self._whole_chars = 0
-            self._whole[text] = result
-            self._whole_chars += len(text)
+        if len(text) >= self._cache_min and result.error is None:
+            self._remember(text, result)
         return result
 
     def _scrub_text_uncached(self, text: str) -> Scrubbed:
         if len(text) > self.max_chars:
             return self._masked(text, f"text of {len(text)} characters is over max_chars={self.max_chars}; masked")
         try:
-            spans = find_spans(text)
-            if not spans:
-                return Scrubbed(text, {})
+            return self._apply(text, find_spans(text))
+        except RecursionError:
+            return self._masked(text, "scrubber recursion limit; masked")
+        except Exception as e:  # noqa: BLE001 - the fallback is to mask, never to pass raw text
+            return self._masked(text, f"scrubber failed ({type(e).__name__}); masked")
+
+    def scrub_many(self, texts: list[str]) -> list[Scrubbed]:
+        """Scrub several strings; same results as scrub_text on each, but the uncached ones are
+        scanned as one text (joined with NUL, which no detector crosses), so the fixed cost of a
+        scan is paid once per body rather than once per string."""
+        results: list[Scrubbed | None] = [None] * len(texts)
+        pending: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            if not t:
+                results[i] = Scrubbed(t, {})
+            elif t in pending:
+                pending[t].append(i)
+            elif len(t) >= self._cache_min and t in self._whole:
+                self.stats.cache_hits += 1
+                results[i] = self._whole[t]
+            elif "\x00" in t or len(t) > _BATCH_CHARS:
+                results[i] = self.scrub_text(t)
+            else:
+                pending[t] = [i]
+        batch: list[str] = []
+        size = 0
+        for t in list(pending):
+            if size + len(t) > _BATCH_CHARS and batch:
+                self._scrub_batch(batch, pending, results)
+                batch, size = [], 0
+            batch.append(t)
+            size += len(t) + 1
+        if batch:
+            self._scrub_batch(batch, pending, results)
+        return results  # type: ignore[return-value]
+
+    def _scrub_batch(self, batch: list[str], pending: dict[str, list[int]], results: list) -> None:
+        if len(batch) == 1:
+            per = [self.scrub_text(batch[0])]
+        else:
+            per = self._scrub_joined(batch)
+        for t, r in zip(batch, per):
+            for i in pending[t]:
+                results[i] = r
+
+    def _scrub_joined(self, batch: list[str]) -> list[Scrubbed]:
+        joined = "\x00".join(batch)
+        try:
+            spans = find_spans(joined)
+        except Exception:  # noqa: BLE001 - fall back to one string at a time
+            return [self.scrub_text(t) for t in batch]
+        out: list[Scrubbed] = []
+        base = 0
+        k = 0
+        for t in batch:
+            end = base + len(t)
+            mine: list[Span] = []
+            while k < len(spans) and spans[k].start < end:
+                mine.append(spans[k])
+                k += 1
+            if mine and (mine[0].start < base or mine[-1].end > end):  # crossed a boundary: never expected
+                r = self._scrub_text_uncached(t)
+            else:
+                r = self._apply(t, [Span(a - base, b - base, kind) for a, b, kind in mine])
+            if len(t) >= self._cache_min and r.error is None:
+                self._remember(t, r)
+            out.append(r)
+            base = end + 1
+        return out
+
+    def _remember(self, text: str, result: Scrubbed) -> None:
+        if self._whole_chars + len(text) > _CACHE_MAX_CHARS:
+            self._whole.clear()
+            self._whole_chars = 0
+        self._whole[text] = result
+        self._whole_chars += len(text)
+
+    def _apply(self, text: str, spans: list[Span]) -> Scrubbed:
+        if not spans:
+            return Scrubbed(text, {})
+        try:
             pieces = []
             counts: dict[str, int] = {}
             pos = 0
@@ -137,12 +219,10 @@ class Scrubber:
                 pos = e
             pieces.append(text[pos:])
             out = "".join(pieces)
-            if len(out) != len(text):  # a bug, never expected: do not let it through
+            if len(out) != len(text):
                 raise AssertionError("substitute changed the length")
             return Scrubbed(out, counts)
-        except RecursionError:
-            return self._masked(text, "scrubber recursion limit; masked")
-        except Exception as e:  # noqa: BLE001 - the fallback is to mask, never to pass raw text
+        except Exception as e:  # noqa: BLE001
             return self._masked(text, f"scrubber failed ({type(e).__name__}); masked")
 
     def mask_text(self, text: str) -> str:
@@ -165,39 +245,53 @@ class Scrubber:
         Iterative, so nesting depth is not limited by Python's recursion limit."""
         counts: dict[str, int] = {}
         openai = isinstance(value, dict) and any(k in value for k in _OPENAI_MARKERS)
+        # (container, key) of every string to scrub, and the strings themselves
+        slots: list[tuple[Any, Any]] = []
+        strings: list[str] = []
 
-        def leaf(v: Any, key: Any, parent_key: Any) -> Any:
-            if not isinstance(v, str):
-                return v
-            if isinstance(key, str):
-                if openai and (key in _OPENAI_KEEP or (key == "name" and parent_key == "function")):
-                    return v
-                if _SECRET_KEY_RE.match(key) and v:
-                    counts[SECRET] = counts.get(SECRET, 0) + 1
-                    return self._subs.substitute(SECRET, v)
-            r = self.scrub_text(v)
-            _merge(counts, r.counts)
-            return r.text
+        def leaf(dst: Any, k: Any, v: Any, key: Any, parent_key: Any) -> None:
+            if isinstance(v, str):
+                if isinstance(key, str):
+                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent_key == "function")):
+                        dst[k] = v
+                        return
+                    if v and _SECRET_KEY_RE.match(key):
+                        counts[SECRET] = counts.get(SECRET, 0) + 1
+                        dst[k] = self._subs.substitute(SECRET, v)
+                        return
+                slots.append((dst, k))
+                strings.append(v)
+            dst[k] = v
 
-        if not isinstance(value, (dict, list)):
-            return leaf(value, None, None), counts
-        root: Any = {} if isinstance(value, dict) else [None] * len(value)
-        stack: list[tuple[Any, Any, Any]] = [(value, root, None)]
-        while stack:
-            src, dst, key_of_src = stack.pop()
-            items = src.items() if isinstance(src, dict) else enumerate(src)
-            for k, v in items:
-                if isinstance(v, dict):
-                    child: Any = {}
-                    dst[k] = child
-                    stack.append((v, child, k))
-                elif isinstance(v, list):
-                    child = [None] * len(v)
-                    dst[k] = child
-                    stack.append((v, child, k if isinstance(src, dict) else key_of_src))
-                else:
+        if isinstance(value, (dict, list)):
+            root: Any = {} if isinstance(value, dict) else [None] * len(value)
+            stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
+            while stack:
+                src, dst, key_of_src, parent_of_src = stack.pop()
+                is_dict = isinstance(src, dict)
+                items = src.items() if is_dict else enumerate(src)
+                for k, v in items:
                     # list items inherit the key of their list (e.g. "stop": ["..."])
-                    dst[k] = leaf(v, k if isinstance(src, dict) else key_of_src, key_of_src)
+                    key, parent = (k, key_of_src) if is_dict else (key_of_src, parent_of_src)
+                    if isinstance(v, dict):
+                        child: Any = {}
+                        dst[k] = child
+                        stack.append((v, child, key, parent))
+                    elif isinstance(v, list):
+                        child = [None] * len(v)
+                        dst[k] = child
+                        stack.append((v, child, key, parent))
+                    else:
+                        leaf(dst, k, v, key, parent)
+        else:
+            box = [value]
+            leaf(box, 0, value, None, None)
+            root = None
+        for (dst, k), r in zip(slots, self.scrub_many(strings)):
+            dst[k] = r.text
+            _merge(counts, r.counts)
+        if not isinstance(value, (dict, list)):
+            root = box[0]
         return root, counts
 
     # ------------------------------------------------------------ bodies
@@ -239,15 +333,18 @@ class Scrubber:
             joined.setdefault(str(name).strip().lower(), []).append(str(value))
         out: dict[str, str] = {}
         counts: dict[str, int] = {}
+        plain: list[str] = []
         for name, values in joined.items():
             value = ", ".join(values)
             if name in _SENSITIVE_HEADERS or any(w in name for w in _SENSITIVE_HEADER_WORDS):
                 out[name] = "<redacted:" + self.keyed_hash("header\0" + value) + ">"
                 counts[SECRET] = counts.get(SECRET, 0) + 1
             else:
-                r = self.scrub_text(value)
-                out[name] = r.text
-                _merge(counts, r.counts)
+                out[name] = value
+                plain.append(name)
+        for name, r in zip(plain, self.scrub_many([out[n] for n in plain])):
+            out[name] = r.text
+            _merge(counts, r.counts)
         return out, counts
 
 
