@@ -67,7 +67,7 @@ class LlmServicer:
     def Generate(self, request, context):
         if "NOTFOUND" in request.prompt:
             context.abort(grpc.StatusCode.NOT_FOUND, f"no model for user {request.user}")
-        context.set_trailing_metadata((("x-served-by", "tiny-llm"), ("x-completion-tokens", str(request.max_tokens))))
+        context.set_trailing_metadata((("x-served-by", "tiny-llm"), ("x-completion-count", str(request.max_tokens))))
         times: list[float] = []
         self.sent_at.append(times)
         gap = request.gap_ms / 1000.0
