@@ -1,0 +1,11 @@
+-- Requests to export, in time order: microsecond timestamps, lengths, kept hash_ids and bodies.
+SELECT
+    request_id,
+    epoch_us(ts_start) AS ts_us,
+    prompt_tokens,
+    coalesce(completion_tokens, max_tokens) AS output_tokens,
+    hash_ids,
+    {body} AS request_body
+FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)
+-- ties keep import order: our ids end in the source row number, so shorter ids sort first
+ORDER BY ts_start, length(request_id), request_id
