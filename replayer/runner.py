@@ -5,6 +5,7 @@ callbacks, per-request measurements kept in flat lists."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import signal
 import time
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class Replayer:
         self._idle = asyncio.Event()
         self.interrupted = False
         self._sigints = 0
+        self.cap_waits: list[tuple[int, int]] = []  # (start, end) of each wait for a free slot
 
     # ---- completion ---------------------------------------------------------------------------
     def _done_http(self, ex: Exchange) -> None:
@@ -191,7 +193,7 @@ class Replayer:
                     while self.in_flight >= cap:
                         self._slot.clear()
                         await self._slot.wait()
-                    self.cap_delay_ns[i] = time.monotonic_ns() - t_wait
+                    self.cap_waits.append((t_wait, time.monotonic_ns()))
                 if plan.skip[i] is not None:
                     now = time.monotonic_ns()
                     self.sent_ns[i] = now
@@ -264,9 +266,28 @@ class Replayer:
             for pool in self.pools.values():
                 pool.close()
             await self.grpc.close()
+        self._attribute_cap_delay(start_ns)
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, sent=self.sent, errors=self.errors)
+
+    def _attribute_cap_delay(self, start_ns: int) -> None:
+        """cap_delay of a request = time the sender spent waiting for a free slot between the
+        request's scheduled instant and its send (so requests queued behind a capped one count too)."""
+        if not self.cap_waits:
+            return
+        ends = [e for _, e in self.cap_waits]
+        for i, sent in enumerate(self.sent_ns):
+            sched = start_ns + self.plan.offsets_ns[i]
+            if not sent or sent <= sched:
+                continue
+            k = bisect.bisect_right(ends, sched)
+            total = 0
+            while k < len(self.cap_waits) and self.cap_waits[k][0] < sent:
+                a, b = self.cap_waits[k]
+                total += max(0, min(b, sent) - max(a, sched))
+                k += 1
+            self.cap_delay_ns[i] = total
 
     def _abort_all(self, why: str) -> None:
         now = time.monotonic_ns()

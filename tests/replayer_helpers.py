@@ -180,6 +180,10 @@ class ServerThread:
         self.loop.close()
 
     def __enter__(self):
+        # The replayer under test runs in this process too: hand the GIL over quickly so the
+        # server's arrival stamps are not held back by up to the default 5 ms switch interval.
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.0002)
         self._thread.start()
         self._ready.wait(10)
         return self
@@ -187,6 +191,7 @@ class ServerThread:
     def __exit__(self, *exc):
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
+        sys.setswitchinterval(self._switch)
 
 
 def wait_for(cond, timeout: float = 10.0, what: str = "condition") -> None:
@@ -220,3 +225,36 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ---- recordings for the replayer tests ---------------------------------------------------------
+T0 = None
+
+
+def chat_row(i: int, t_s: float, *, client: str = "c0", model: str = "prod-model", stream: bool = True,
+             completion_tokens: int | None = 4, prompt: str | None = None, kind: str = "chat",
+             host: str = "api.prod.example", port: int = 443) -> dict:
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
+    prompt = prompt if prompt is not None else f"request number {i}"
+    if kind == "chat":
+        body = {"model": model, "messages": [{"role": "user", "content": prompt}], "stream": stream, "max_tokens": 256}
+        path = "/v1/chat/completions"
+    else:
+        body = {"model": model, "prompt": prompt, "stream": stream, "max_tokens": 256}
+        path = "/v1/completions"
+    return dict(
+        request_id=f"r{i:05d}", ts_start=t0 + dt.timedelta(seconds=t_s), method="POST", scheme="https",
+        host=host, port=port, path=path, kind=kind, client_id=client, model=model, stream=stream,
+        prompt_chars=len(prompt), completion_tokens=completion_tokens, request_body=json.dumps(body),
+        request_headers=json.dumps({"Authorization": "Bearer [REDACTED-KEY]", "api-key": "[REDACTED]",
+                                    "X-Request-Tag": f"tag-{i}", "Content-Type": "application/json"}),
+        protocol="http/1.1", status=200,
+    )
+
+
+def write_recording(root, rows) -> None:
+    from shadowreplay.dataset import write_rows
+
+    write_rows(root, "requests", rows)
