@@ -66,7 +66,7 @@ assert not ID_DIGIT.endswith("X")
 PLANTED: list[tuple[str, str, str]] = [
     # e-mail
     ("email", "john.doe@example.com", "Contact john.doe@example.com for details."),
-    ("email", "zhangwei88@qq.com", "张伟的邮箱是zhangwei88@qq.com，请回复。"),
+    ("email", "zhangwei88@qq.com", "他的邮箱是zhangwei88@qq.com，请回复。"),
     ("email", "Mary_O'Neil+tag@Mail.Example.co.uk", "write to Mary_O'Neil+tag@Mail.Example.co.uk."),
     # phones
     ("phone", "+1 (415) 555-2671", "Call +1 (415) 555-2671 tomorrow."),
