@@ -159,6 +159,20 @@ def session(tmp_path_factory) -> Session:
                     code, details = e.code(), e.details()
                 s.client["notfound"] = {"code": code, "details": details}
 
+                # 5) gzip-compressed request message
+                resp = stub.CountTokens(
+                    pb2.CountRequest(text=f"zipped words for {PII['unary_email']} " + "pad " * 200),
+                    timeout=10, metadata=(("x-test-call", "gzip"),), compression=grpc.Compression.Gzip,
+                )  # fmt: skip
+                s.client["gzip"] = {"resp": resp}
+
+                # 6) the client cancels mid-stream; the proxy must keep serving (call 4 below)
+                it = stub.Generate(pb2.GenerateRequest(prompt="cancel me", max_tokens=50, gap_ms=30),
+                                   timeout=20, metadata=(("x-test-call", "cancelled"),))  # fmt: skip
+                next(it)
+                next(it)
+                it.cancel()
+
                 # 4) unbuffered: the server sends message 2 only after the client got message 1
                 gate = threading.Event()
                 server.servicer.gate = gate
@@ -182,7 +196,7 @@ def session(tmp_path_factory) -> Session:
 
 def test_one_row_per_call(session):
     names = sorted(call_name(r) for r in session.all_rows)
-    assert names == ["gated", "notfound", "stream", "unary", "warmup", "warmup"], session.mitm_stderr[-2000:]
+    assert names == ["cancelled", "gated", "gzip", "notfound", "stream", "unary", "warmup", "warmup"], session.mitm_stderr[-2000:]
     for r in session.all_rows:
         assert (r["protocol"], r["kind"], r["source"]) == ("grpc", "grpc", "recorder")
         assert r["grpc_service"] == "llm.Llm"
@@ -294,3 +308,24 @@ def test_messages_pass_through_unbuffered(session):
     assert session.client["gated"] == {"n": 3, "code": grpc.StatusCode.OK}
     r = session.rows["gated"]
     assert r["chunks"] == 3 and r["grpc_status"] == 0
+
+
+def test_compressed_message_recorded_decompressed_and_scrubbed(session):
+    from tests.grpc_llm_server import load_protos
+
+    pb2 = load_protos()[0]
+    r = session.rows["gzip"]
+    req_msg = r["grpc_messages"][0]
+    assert req_msg["direction"] == "request" and req_msg["compressed"] is True
+    req = pb2.CountRequest.FromString(req_msg["data"])  # stored uncompressed
+    assert req.text.startswith("zipped words for ") and PII["unary_email"] not in req.text
+    assert req_msg["size"] < len(req_msg["data"])  # size is the compressed wire length
+    assert r["grpc_status"] == 0 and session.client["gzip"]["resp"].tokens == 204
+
+
+def test_client_cancel_mid_stream_yields_a_row_with_error(session):
+    r = session.rows["cancelled"]
+    assert "reset by client" in r["error"], r["error"]  # "proxy: stream reset by client (CANCEL)"
+    assert r["grpc_status"] is None
+    assert 2 <= r["chunks"] < 50
+    assert r["e2e_ms"] >= r["ttft_ms"]
