@@ -3,7 +3,6 @@ stays full-width), letters keep their case, CJK stays CJK, everything else is ke
 
 from __future__ import annotations
 
-import random
 import unicodedata
 
 from .gazetteer import CN_GIVEN_CHARS
@@ -45,7 +44,7 @@ def letter_like(ch: str, new_ascii: str) -> str:
     return new_ascii.upper() if ch.isupper() else new_ascii.lower()
 
 
-def fill(orig: str, rng: random.Random, *, pronounceable: bool = False, hex_letters: bool = False) -> str:
+def fill(orig: str, rng, *, pronounceable: bool = False, hex_letters: bool = False) -> str:
     """Replace every letter/digit of `orig` by a random one of the same class; keep the rest."""
     out = []
     vowel_next = False

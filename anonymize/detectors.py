@@ -42,7 +42,7 @@ _DIGIT_CLASS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
 _SPACE_CHARS = frozenset(" \u00a0\u3000")
 _DASH_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d")
 _CARD_SEPS = _SPACE_CHARS | _DASH_CHARS
-_PHONE_REGIONS = ("US", "GB", "DE", "FR", "IN", "CA", "AU", "CN", "JP", "BR", "ES", "IT")
+_TRUNK0_REGIONS = ("GB", "DE", "FR", "IT", "ES", "NL", "AU", "IN", "JP", "BR", "CN")
 _IPV4_SKIP = ("127.", "0.0.0.0", "255.255.255.255")
 
 
@@ -106,9 +106,15 @@ def _classify_number(raw: str) -> str | None:
             return PHONE if phonenumbers.is_valid_number(num) else None
         if n < 9:
             return None
-        for region in _PHONE_REGIONS:
-            num = phonenumbers.parse(digits, region)
-            if phonenumbers.is_valid_number(num):
+        # national formats: North American 10 digits, or a trunk 0 elsewhere
+        if digits[0] == "0":
+            regions = _TRUNK0_REGIONS
+        elif n == 10 or (n == 11 and digits[0] == "1"):
+            regions = ("US", "CA")
+        else:
+            return None
+        for region in regions:
+            if phonenumbers.is_valid_number(phonenumbers.parse(digits, region)):
                 return PHONE
     except phonenumbers.NumberParseException:
         return None
@@ -147,8 +153,16 @@ def _digit_positions(text: str):
 
 def _numbers(text: str, out: list[Span]) -> None:
     covered = 0
+    n = len(text)
     for p in _digit_positions(text):
         if p < covered:
+            continue
+        # a run of 1-3 digits with no digit shortly after it ("30 years") is no candidate
+        e = p + 1
+        while e < n and e - p < 4 and text[e].isdigit():
+            e += 1
+        if e - p < 4 and not any(c.isdigit() for c in text[e : e + 3]) and not (p >= 2 and "A" <= text[p - 1] <= "Z"):
+            covered = e
             continue
         # IBAN: two capital letters right before the digits
         if p >= 2 and "A" <= text[p - 2] <= "Z" and "A" <= text[p - 1] <= "Z" and (p == 2 or not _is_wordish(text[p - 3])):

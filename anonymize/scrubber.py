@@ -244,54 +244,82 @@ class Scrubber:
         model/role/type). Keys, numbers, booleans, nulls and array lengths are unchanged.
         Iterative, so nesting depth is not limited by Python's recursion limit."""
         counts: dict[str, int] = {}
-        openai = isinstance(value, dict) and any(k in value for k in _OPENAI_MARKERS)
-        # (container, key) of every string to scrub, and the strings themselves
-        slots: list[tuple[Any, Any]] = []
+        openai = type(value) is dict and any(k in value for k in _OPENAI_MARKERS)
+        # every string to scrub, and where it goes (container, key)
+        dsts: list[Any] = []
+        keys: list[Any] = []
         strings: list[str] = []
+        n_secret = 0
 
-        def leaf(dst: Any, k: Any, v: Any, key: Any, parent_key: Any) -> None:
+        def handle(dst: Any, k: Any, v: Any, key: Any, parent: Any) -> None:
+            """One non-container value under `key` (a dict key, or the key of the enclosing list)."""
+            nonlocal n_secret
             if isinstance(v, str):
-                if isinstance(key, str):
-                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent_key == "function")):
+                if type(key) is str:
+                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent == "function")):
                         dst[k] = v
                         return
-                    if v and _SECRET_KEY_RE.match(key):
-                        counts[SECRET] = counts.get(SECRET, 0) + 1
+                    if v and _is_secret_key(key):
+                        n_secret += 1
                         dst[k] = self._subs.substitute(SECRET, v)
                         return
-                slots.append((dst, k))
+                dsts.append(dst)
+                keys.append(k)
                 strings.append(v)
             dst[k] = v
 
         if isinstance(value, (dict, list)):
             root: Any = {} if isinstance(value, dict) else [None] * len(value)
+            # (source container, its copy, its key, the key of its parent); iterative, so any
+            # nesting depth works
             stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
+            pop, push = stack.pop, stack.append
             while stack:
-                src, dst, key_of_src, parent_of_src = stack.pop()
-                is_dict = isinstance(src, dict)
-                items = src.items() if is_dict else enumerate(src)
-                for k, v in items:
-                    # list items inherit the key of their list (e.g. "stop": ["..."])
-                    key, parent = (k, key_of_src) if is_dict else (key_of_src, parent_of_src)
-                    if isinstance(v, dict):
-                        child: Any = {}
-                        dst[k] = child
-                        stack.append((v, child, key, parent))
-                    elif isinstance(v, list):
-                        child = [None] * len(v)
-                        dst[k] = child
-                        stack.append((v, child, key, parent))
-                    else:
-                        leaf(dst, k, v, key, parent)
+                src, dst, key, parent = pop()
+                if isinstance(src, dict):
+                    for k, v in src.items():
+                        t = type(v)
+                        if t is str and not openai and not _is_secret_key(k):
+                            dst[k] = v
+                            dsts.append(dst)
+                            keys.append(k)
+                            strings.append(v)
+                        elif t is dict or (t is not list and isinstance(v, dict)):
+                            child: Any = {}
+                            dst[k] = child
+                            push((v, child, k, key))
+                        elif t is list or isinstance(v, list):
+                            child = [None] * len(v)
+                            dst[k] = child
+                            push((v, child, k, key))
+                        else:
+                            handle(dst, k, v, k, key)
+                else:
+                    for i, v in enumerate(src):
+                        t = type(v)
+                        if t is dict or (t is not list and isinstance(v, dict)):
+                            child = {}
+                            dst[i] = child
+                            push((v, child, key, parent))
+                        elif t is list or isinstance(v, list):
+                            child = [None] * len(v)
+                            dst[i] = child
+                            push((v, child, key, parent))
+                        else:
+                            # list items inherit the key of their list (e.g. "stop": ["..."])
+                            handle(dst, i, v, key, parent)
         else:
             box = [value]
-            leaf(box, 0, value, None, None)
-            root = None
-        for (dst, k), r in zip(slots, self.scrub_many(strings)):
+            handle(box, 0, value, None, None)
+            root = box
+        if n_secret:
+            counts[SECRET] = n_secret
+        for dst, k, r in zip(dsts, keys, self.scrub_many(strings)):
             dst[k] = r.text
-            _merge(counts, r.counts)
+            if r.counts:
+                _merge(counts, r.counts)
         if not isinstance(value, (dict, list)):
-            root = box[0]
+            root = root[0]
         return root, counts
 
     # ------------------------------------------------------------ bodies
@@ -346,6 +374,20 @@ class Scrubber:
             out[name] = r.text
             _merge(counts, r.counts)
         return out, counts
+
+
+_secret_key_memo: dict[str, bool] = {}
+
+
+def _is_secret_key(key: Any) -> bool:
+    if type(key) is not str:
+        return False
+    hit = _secret_key_memo.get(key)
+    if hit is None:
+        hit = bool(_SECRET_KEY_RE.match(key))
+        if len(_secret_key_memo) < 10_000:
+            _secret_key_memo[key] = hit
+    return hit
 
 
 def _join(a: str | None, b: str | None) -> str | None:

@@ -11,11 +11,11 @@ import datetime as _dt
 import hashlib
 import hmac
 import ipaddress
-import random
 import unicodedata
 
 from . import detectors as D
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
+from .keyedrandom import KeyedRandom
 from .checksums import gb11643_check, iban_check_digits, luhn_check_digit
 from .gazetteer import CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_GIVEN_CHARS, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN
 
@@ -64,7 +64,7 @@ def _layout(orig: str, new_chars: str) -> str:
     return "".join(out)
 
 
-def _rand_digits(rng: random.Random, n: int) -> str:
+def _rand_digits(rng: KeyedRandom, n: int) -> str:
     return "".join(str(rng.randrange(10)) for _ in range(n))
 
 
@@ -74,9 +74,9 @@ class Substituter:
         self._cache: dict[tuple[str, str], str] = {}
         self._cache_size = cache_size
 
-    def rng(self, kind: str, norm: str) -> random.Random:
+    def rng(self, kind: str, norm: str) -> KeyedRandom:
         digest = hmac.new(self._key, kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
-        return random.Random(digest)
+        return KeyedRandom(digest)
 
     def substitute(self, kind: str, orig: str) -> str:
         ck = (kind, orig)
@@ -94,18 +94,18 @@ class Substituter:
         return new
 
     # ------------------------------------------------------------ kinds
-    def _sub_email(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_email(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         at = orig.rfind("@")
         local, domain = orig[:at], orig[at + 1 :]
         labels = domain.split(".")
         new_labels = [fill(lb, rng, pronounceable=True) for lb in labels[:-1]] + [labels[-1]]
         return fill(local, rng, pronounceable=True) + "@" + ".".join(new_labels)
 
-    def _sub_card(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_card(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         body = norm[0] + _rand_digits(rng, len(norm) - 2)
         return _layout(orig, body + luhn_check_digit(body))
 
-    def _sub_cn_id(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_cn_id(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         want_x = norm.endswith("X")
         region = f"{rng.choice(_CN_PROVINCES):02d}{rng.randrange(1, 21):02d}{rng.randrange(1, 31):02d}"
         birth = _dt.date.fromordinal(rng.randrange(_DATE0, _DATE1 + 1)).strftime("%Y%m%d")
@@ -116,11 +116,11 @@ class Substituter:
                 return _layout(orig, first17 + check)
         raise RuntimeError("could not draw a GB 11643 substitute")  # unreachable in practice
 
-    def _sub_cn_mobile(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_cn_mobile(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         prefix = norm[: len(norm) - 11]  # 86 / 0086 country code, kept
         return _layout(orig, prefix + "1" + rng.choice("3456789") + _rand_digits(rng, 9))
 
-    def _sub_phone(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_phone(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         keep = 0
         stripped = orig.lstrip()
         if stripped[:1] in "+\uff0b" or norm.startswith("00"):
@@ -136,14 +136,14 @@ class Substituter:
         new = norm[:keep] + "".join(str(rng.randrange(10)) for _ in range(len(norm) - keep))
         return _layout(orig, new)
 
-    def _sub_iban(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_iban(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         country = norm[:2]
         bban = "".join(str(rng.randrange(10)) if c.isdigit() else rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for c in norm[4:])
         new = country + iban_check_digits(country, bban) + bban
         it = iter(new)
         return "".join(ch if ch == " " else next(it) for ch in orig)
 
-    def _sub_ipv4(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_ipv4(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         parts = orig.split(".")
         out = []
         for i, p in enumerate(parts):
@@ -159,10 +159,10 @@ class Substituter:
             out.append("".join(digit_like(c, int(d)) for c, d in zip(p, f"{v:0{n}d}")))
         return ".".join(out)
 
-    def _sub_ipv6(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_ipv6(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         return fill(orig, rng, hex_letters=True)
 
-    def _sub_secret(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_secret(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         for p in ("Bearer", "bearer", "BEARER"):
             if orig.startswith(p):
                 head = orig[: len(p)]
@@ -176,7 +176,7 @@ class Substituter:
             return ".".join(("eyJ" + fill(part[3:], rng)) if part.startswith("eyJ") else fill(part, rng) for part in orig.split("."))
         return fill(orig, rng)
 
-    def _sub_person(self, orig: str, norm: str, rng: random.Random) -> str:
+    def _sub_person(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         if any(is_cjk(c) for c in orig):
             return self._cn_name(orig, rng)
         out = []
@@ -192,7 +192,7 @@ class Substituter:
                 out.append(fill(w, rng, pronounceable=True))
         return " ".join(out)
 
-    def _cn_name(self, orig: str, rng: random.Random) -> str:
+    def _cn_name(self, orig: str, rng: KeyedRandom) -> str:
         out = []
         i = 0
         if orig[:2] in CN_SURNAMES_2:
@@ -208,4 +208,4 @@ class Substituter:
     def mask(self, text: str) -> str:
         """Keyed, class-preserving placeholder for a whole text (the safe fallback)."""
         digest = hmac.new(self._key, b"mask\0" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
-        return fill(text, random.Random(digest))
+        return fill(text, KeyedRandom(digest))

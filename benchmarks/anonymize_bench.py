@@ -238,6 +238,12 @@ def ours(cache: bool):
 
 
 def presidio():
+    import logging
+
+    # tldextract (used by Presidio's URL/e-mail validation) tries to download the public suffix
+    # list and logs a traceback when offline; it falls back to its bundled snapshot
+    logging.getLogger("tldextract").setLevel(logging.CRITICAL)
+    logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine
     from presidio_analyzer.predefined_recognizers import (
