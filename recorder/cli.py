@@ -55,6 +55,9 @@ def build_command(args: argparse.Namespace) -> list[str]:
         "shadowreplay_rotate_bytes": args.rotate_bytes,
         "shadowreplay_queue_size": args.queue_size,
         "flow_detail": 0,  # no per-flow console output (it would print request lines)
+        # connect upstream per request: an unreachable upstream then yields a 502 and a row with the
+        # error, instead of a silently closed client connection (mitmproxy's eager default)
+        "connection_strategy": "lazy",
     }
     if args.key_file:
         sets["shadowreplay_key_file"] = str(Path(args.key_file).expanduser().resolve())

@@ -48,7 +48,8 @@ class Proxy:
         self.out = Path(out)
         self.key_file = key_file
         self.port = port
-        self.sets = {"flow_detail": 0, **sets}
+        # the same defaults as `shadowreplay record`
+        self.sets = {"flow_detail": 0, "connection_strategy": "lazy", **sets}
         self.proc: subprocess.Popen | None = None
         self.log_path = self.out.parent / f"mitmdump-{port}.log"
 

@@ -5,6 +5,7 @@ Real sockets on 127.0.0.1, asyncio, keep-alive, chunked SSE. Routes:
        stream_options.include_usage; text = the prompt's words cycled up to max_tokens)
   POST /v1/embeddings
   GET  /metrics                                 (Prometheus text with vllm:* gauges)
+  GET  with Upgrade: websocket                  101, then a close frame
   anything else: 404 JSON
 
 Per-request controls (headers):
@@ -111,6 +112,20 @@ class _Handler:
 
     async def respond(self, method, target, headers, body, writer) -> bool:
         path = target.split("?", 1)[0]
+        if method == "GET" and headers.get("upgrade", "").lower() == "websocket":
+            import base64
+            import hashlib
+
+            accept = base64.b64encode(
+                hashlib.sha1((headers.get("sec-websocket-key", "") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()
+            ).decode()
+            writer.write(
+                b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n"
+                + f"sec-websocket-accept: {accept}\r\n\r\n".encode()
+            )
+            writer.write(b"\x88\x02\x03\xe8")  # close frame, code 1000
+            await writer.drain()
+            return False
         if method == "GET" and path == "/metrics":
             text = (
                 "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\n"
