@@ -333,7 +333,16 @@ class Scrubber:
             text = body.decode("utf-8", errors="replace")
             error = f"body is not valid UTF-8 (first bad byte at {e.start}); decoded with replacement characters"
         stripped = text.lstrip()
-        if stripped[:1] in ("{", "[") or (content_type and "json" in content_type.lower()):
+        ct = (content_type or "").lower()
+        if "event-stream" in ct or stripped.startswith(("data:", "event:")):
+            from .sse import scrub_sse
+
+            try:
+                out, counts = scrub_sse(self, text)
+                return ScrubbedBody(out, counts, False, error)
+            except RecursionError:
+                error = _join(error, "event stream nested too deeply; scrubbed as text")
+        elif stripped[:1] in ("{", "[") or (content_type and "json" in content_type.lower()):
             try:
                 value = json.loads(text)
             except RecursionError:

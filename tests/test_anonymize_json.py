@@ -256,3 +256,41 @@ def test_load_key(tmp_path):
         load_key(tmp_path / "missing")
     with pytest.raises(ValueError):
         Scrubber(b"")
+
+
+# ---------------------------------------------------------------- streamed responses
+def sse(chunks: list[dict]) -> bytes:
+    return ("".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+
+
+def test_sse_pii_split_across_chunks_is_caught(scrubber):
+    tokens = ["Sure", ", reach", " me at jo", "hn.doe@exa", "mple.com", " or 手机138", "1234", "5678", "。我叫王", "小明"]
+    chunks = [{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+               "choices": [{"index": 0, "delta": {"content": t}, "finish_reason": None}]} for t in tokens]
+    chunks.append({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"completion_tokens": 10}})
+    body = sse(chunks)
+    r = scrubber.scrub_body(body, "text/event-stream")
+    assert not r.is_json and r.error is None
+    events = [e for e in r.text.split("\n\n") if e]
+    assert len(events) == len(chunks) + 1 and events[-1] == "data: [DONE]"
+    out_chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+    for a, b in zip(chunks, out_chunks):
+        assert shape(a) == shape(b)  # every chunk keeps its fragment's length
+        assert b["id"] == "chatcmpl-1" and b["model"] == "m"
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in out_chunks)
+    assert len(text) == len("".join(tokens))
+    assert "john.doe@example.com" not in text and "13812345678" not in text and "王小明" not in text
+    assert r.counts == {"email": 1, "cn_mobile": 1, "person": 1}
+
+
+def test_sse_tool_call_arguments_and_completions_text(scrubber):
+    args = ['{"em', 'ail": "bob@co', 'rp.example"}']
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}}]} for a in args]
+    chunks += [{"choices": [{"index": 0, "text": t}]} for t in ["call 139", "1234", "5678 now"]]
+    r = scrubber.scrub_body(sse(chunks), "text/event-stream")
+    out = [json.loads(e[6:]) for e in r.text.split("\n\n") if e.startswith("data: {")]
+    joined_args = "".join(c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] for c in out[:3])
+    joined_text = "".join(c["choices"][0]["text"] for c in out[3:])
+    assert "bob@corp.example" not in joined_args and json.loads(joined_args).keys() == {"email"}
+    assert "13912345678" not in joined_text and len(joined_text) == len("call 13912345678 now")
