@@ -383,7 +383,7 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
 _EN_TITLE = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
 _CN_STOP = frozenset(
-    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不今明昨这那个吗呢吧啊呀哦嗯，。！？、；："
+    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
     "先女经医教同律总请"
 )
 

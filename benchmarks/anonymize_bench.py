@@ -333,7 +333,10 @@ def recall(corpus: list[Request], outs: list[str]) -> tuple[float, dict[str, tup
             v = value
             c = per.setdefault(kind, [0, 0])
             c[1] += 1
-            if v not in text and json.dumps(v, ensure_ascii=False)[1:-1] not in text:
+            parts = [v]
+            if kind == "person":  # a partly replaced name is a miss: every part must be gone
+                parts += v.split() if v.isascii() else [v[1:]]
+            if all(p not in text and json.dumps(p, ensure_ascii=False)[1:-1] not in text for p in parts):
                 c[0] += 1
     caught = sum(c[0] for c in per.values())
     total = sum(c[1] for c in per.values())

@@ -43,6 +43,12 @@ def test_planted_value_is_replaced(scrubber, kind, value, text):
     i = text.index(value)
     assert r.text[:i] == text[:i]
     assert r.text[i + len(value) :] == text[i + len(value) :]
+    if kind == "person":  # the whole name is replaced, not just a part of it
+        sub = r.text[i : i + len(value)]
+        if "\u4e00" <= value[0] <= "\u9fff":
+            assert sub[0] != value[0] and sub[-1] != value[-1], sub
+        else:
+            assert all(a != b for a, b in zip(sub.split(), value.split())), sub
 
 
 @pytest.mark.parametrize("kind,value,text", PLANTED, ids=[f"{k}:{v}" for k, v, _ in PLANTED])
