@@ -3,7 +3,8 @@
 Time is folded onto a period (a week of hours by default). Each (period, slot) cell gets its TP99
 latency and mean prompt length; a cell is anomalous when its TP99 is at least `tp99_ratio` times
 the median cell (and, if asked, its mean prompt `prompt_ratio` times the median). A slot is
-reported when it is anomalous in at least `min_periods` periods, so one bad hour is not a pattern.
+reported when it is anomalous in at least `min_periods` periods and in at least `min_share` of the
+periods it was seen in, so one bad hour (or two noisy cells out of thirty) is not a pattern.
 The SQL is in analysis/sql/{fold,anomalies,anomaly_clients,engine_windows,engine_slots}.sql."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class AnomalyParams:
     tp99_ratio: float = 2.0
     prompt_ratio: float | None = None  # also require mean prompt >= this x typical
     min_periods: int = 2
+    min_share: float = 0.5  # and in at least this share of the periods that slot was seen in
     min_requests: int = 10
     long_factor: float = 2.0  # a "long prompt" is >= this x the typical mean prompt
     corr_window_s: float = 10.0
@@ -86,7 +88,7 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     params = {
         "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
         "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
-        "min_periods": p.min_periods, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
+        "min_periods": p.min_periods, "min_share": p.min_share, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
     }
     shape = query(con, "fold", params)[0]
     res["periods"] = shape["periods"]
@@ -162,7 +164,8 @@ def render(res: dict[str, Any]) -> str:
         f"{res.get('periods', 0)} periods seen; latency {res.get('metric', p['metric'])}; a cell is anomalous when "
         f"TP99 >= {p['tp99_ratio']:g}x the median cell"
         + (f" and mean prompt >= {p['prompt_ratio']:g}x" if p["prompt_ratio"] else "")
-        + f" (cells of >= {p['min_requests']} requests); reported when anomalous in >= {p['min_periods']} periods",
+        + f" (cells of >= {p['min_requests']} requests); reported when anomalous in >= {p['min_periods']} periods"
+        + f" and >= {100 * p['min_share']:g}% of the periods seen",
     ]
     an = res["anomalies"]
     if not an:

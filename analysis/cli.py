@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--tp99-ratio", type=float, default=2.0, help="anomalies: TP99 / typical TP99 that flags a cell (default 2)")
     a.add_argument("--prompt-ratio", type=float, default=None, help="anomalies: also require mean prompt / typical >= this")
     a.add_argument("--min-periods", type=int, default=2, help="anomalies: periods a slot must be anomalous in (default 2)")
+    a.add_argument("--min-share", type=float, default=0.5, help="anomalies: ...and in at least this share of the periods seen (default 0.5)")
     a.add_argument("--min-requests", type=int, default=10, help="anomalies: cells with fewer requests are not judged (default 10)")
     a.add_argument("--long-factor", type=float, default=2.0, help="anomalies: a long prompt is >= this x the typical mean (default 2)")
     a.add_argument("--corr-window", default="10s", help="anomalies: window for the engine-metrics correlation (default 10s)")
@@ -93,7 +94,7 @@ def _anomaly_params(args):
         raise ConfigError("--min-periods must be at least 1")
     return AnomalyParams(
         period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, prompt_ratio=args.prompt_ratio,
-        min_periods=args.min_periods, min_requests=args.min_requests, long_factor=args.long_factor,
+        min_periods=args.min_periods, min_share=args.min_share, min_requests=args.min_requests, long_factor=args.long_factor,
         corr_window_s=parse_duration_s(args.corr_window),
     )
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shadowreplay.dataset import write_table
-from shadowreplay.schema import ENGINE_METRICS, REPLAY_RESULTS, REQUESTS, TS
+from shadowreplay.schema import ENGINE_METRICS, REPLAY_RESULTS, REQUESTS, TIME_COLUMN, TS
 
 WEEK_S = 7 * 86400
 # A Monday 00:00 UTC: week folds start on Mondays.
@@ -159,7 +159,11 @@ def make_engine_metrics(requests: pa.Table, interval_s: float = 10.0, max_batch:
     kv = np.minimum(running / max_batch, 1.0)
     k = len(ts)
     metric = np.repeat(np.array(["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"]), k)
-    labels = pa.array([[("model_name", "llama-3-8b")]] * (3 * k), pa.map_(pa.string(), pa.string()))
+    labels = pa.MapArray.from_arrays(
+        pa.array(np.arange(3 * k + 1, dtype=np.int32)),
+        pa.array(np.full(3 * k, "model_name")),
+        pa.array(np.full(3 * k, "llama-3-8b")),
+    )
     return pa.table(
         {
             "ts": pa.array(np.tile(ts, 3), TS),
@@ -218,21 +222,39 @@ def make_replay(
 
 
 def write_recording(
-    root: str | os.PathLike, spec: SynthSpec | None = None, *, engine_metrics: bool = False, row_group_size: int = 128 * 1024
+    root: str | os.PathLike,
+    spec: SynthSpec | None = None,
+    *,
+    engine_metrics: bool = False,
+    metrics_interval_s: float = 10.0,
+    max_batch: int = 8,
+    row_group_size: int = 128 * 1024,
 ) -> pa.Table:
     """Generates and writes a recording (and optionally engine metrics) under root."""
     spec = spec or SynthSpec()
     req = make_requests(spec)
-    write_table(root, REQUESTS, req, row_group_size=row_group_size)
+    write_sorted(root, REQUESTS, req, row_group_size=row_group_size)
     if engine_metrics:
-        write_table(root, ENGINE_METRICS, make_engine_metrics(req))
+        write_sorted(root, ENGINE_METRICS, make_engine_metrics(req, metrics_interval_s, max_batch))
     return req
+
+
+def write_sorted(root: str | os.PathLike, table: str, data: pa.Table, **kw) -> None:
+    """write_table, one contiguous hour slice at a time (data sorted by its time column first):
+    linear in the rows, where write_table's per-hour filter is rows x hours."""
+    tcol = TIME_COLUMN[table]
+    data = data.sort_by(tcol)
+    hours = data.column(tcol).cast(pa.int64()).to_numpy() // 3_600_000_000
+    cuts = np.flatnonzero(np.diff(hours)) + 1
+    bounds = [0, *cuts.tolist(), len(hours)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        write_table(root, table, data.slice(a, b - a), **kw)
 
 
 def write_replay(root: str | os.PathLike, requests: pa.Table, recording: str | os.PathLike | None = None, **kw) -> pa.Table:
     """Writes replay_results (and a manifest.json naming the recording, when given)."""
     rep = make_replay(requests, **kw)
-    write_table(root, REPLAY_RESULTS, rep)
+    write_sorted(root, REPLAY_RESULTS, rep)
     if recording is not None:
         import json
         from pathlib import Path

@@ -1,6 +1,8 @@
 -- Slots whose TP99 is far above the typical cell in at least min_periods periods.
 -- Needs fold.sql first. Parameters: tp99_ratio_min (e.g. 2), prompt_ratio_min (NULL = not
--- required), min_requests (cells with fewer requests are not judged), min_periods (e.g. 2).
+-- required), min_requests (cells with fewer requests are not judged), min_periods (e.g. 2),
+-- min_share (the share of the slot's judged periods that must be anomalous, e.g. 0.5: with many
+-- periods, two noisy cells out of thirty are chance, not a pattern).
 -- The typical cell is the median over all judged cells, of TP99 and of mean prompt length.
 CREATE OR REPLACE TEMP TABLE fold_flags AS
 WITH typ AS (
@@ -36,4 +38,6 @@ SELECT
 FROM fold_flags
 GROUP BY slot
 HAVING count(*) FILTER (WHERE anomalous) >= getvariable('min_periods')
+   AND count(*) FILTER (WHERE anomalous)
+       >= getvariable('min_share') * count(*) FILTER (WHERE n >= getvariable('min_requests'))
 ORDER BY tp99_ratio DESC;

@@ -1,0 +1,125 @@
+"""`analyze anomalies` on generated recordings with planted periodic anomalies (and without)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis.anomalies import MONDAY_S, slot_label
+from tests.analysis_helpers import PlantedAnomaly, SynthSpec, fold_cells_numpy, read_table, run_cli, run_json, weekly_recording, write_recording
+
+
+@pytest.fixture
+def weekly(tmp_path_factory):
+    return weekly_recording(tmp_path_factory)
+
+
+def test_weekly_anomaly_found_with_slot_ratios_and_client(weekly, capsys):
+    res = run_json(capsys, "analyze", "anomalies", weekly)
+    assert len(res["anomalies"]) == 1, res["anomalies"]
+    a = res["anomalies"][0]
+    assert a["label"] == "Wednesday 14:00-15:00 UTC"
+    assert a["slot"] == 2 * 24 + 14
+    assert (a["periods_anomalous"], a["periods_seen"]) == (3, 3)
+    assert a["explained_by"][0]["who"] == "batch-etl"
+    assert a["explained_by"][0]["long_share"] > 0.7
+    assert a["explained_by"][0]["share_elsewhere"] == 0
+
+    # The ratios, recomputed independently from the Parquet with numpy.
+    req = read_table(weekly, "requests")
+    t = req.column("ts_start").cast("int64").to_numpy() / 1e6
+    e2e = req.column("e2e_ms").to_numpy()
+    prompt = req.column("prompt_tokens").to_numpy().astype(float)
+    cells = fold_cells_numpy(t, e2e, prompt, 7 * 86400, 3600, MONDAY_S)
+    judged = {k: v for k, v in cells.items() if v[0] >= 10}
+    typ_tp99 = np.median([v[1] for v in judged.values()])
+    typ_prompt = np.median([v[2] for v in judged.values()])
+    mine = [v for k, v in judged.items() if k[1] == a["slot"]]
+    assert a["tp99_ratio"] == pytest.approx(np.median([v[1] for v in mine]) / typ_tp99, rel=1e-6)
+    assert a["prompt_ratio"] == pytest.approx(np.median([v[2] for v in mine]) / typ_prompt, rel=1e-6)
+    # ...and roughly what was planted: latency x3 (plus the batch's long prompts), prompts ~2x.
+    assert 2.5 < a["tp99_ratio"] < 6
+    assert 1.8 < a["prompt_ratio"] < 3.2
+
+
+def test_weekly_human_output(weekly, capsys):
+    rc, out, err = run_cli(capsys, "analyze", "anomalies", weekly)
+    assert rc == 0, err
+    assert "Wednesday 14:00-15:00 UTC" in out and "batch-etl" in out
+    assert "no engine_metrics" in out
+
+
+def test_no_false_alarms_without_anomaly_weekly(tmp_path, capsys):
+    write_recording(tmp_path, SynthSpec(periods=3, rate_per_s=0.02, anomaly=None, seed=1))
+    res = run_json(capsys, "analyze", "anomalies", tmp_path)
+    assert res["anomalies"] == []
+    assert res["periods"] == 3 and res["slots"] == 168
+    rc, out, _ = run_cli(capsys, "analyze", "anomalies", tmp_path)
+    assert "no periodic anomalies found" in out
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4, 5, 6])
+def test_no_false_alarms_without_anomaly_compressed(tmp_path, capsys, seed):
+    write_recording(tmp_path, SynthSpec(periods=30, period_s=60, rate_per_s=4.0, anomaly=None, seed=seed))
+    res = run_json(capsys, "analyze", "anomalies", tmp_path, "--period", "1m", "--bucket", "10s")
+    assert res["periods"] == 30
+    assert res["anomalies"] == []
+
+
+def test_compressed_period_60s_with_10s_buckets(tmp_path, capsys):
+    spec = SynthSpec(
+        periods=20, period_s=60, rate_per_s=4.0, start=SynthSpec().start, seed=5,
+        anomaly=PlantedAnomaly(offset_s=20, duration_s=10, client_id="nightly-batch", batch_rate_per_s=2.0),
+    )
+    write_recording(tmp_path, spec, engine_metrics=True, metrics_interval_s=1, max_batch=256)
+    res = run_json(capsys, "analyze", "anomalies", tmp_path, "--period", "60s", "--bucket", "10s", "--corr-window", "5s")
+    assert [a["label"] for a in res["anomalies"]] == ["+20s-30s of each 1m period"]
+    a = res["anomalies"][0]
+    assert a["periods_anomalous"] >= 18 and a["periods_seen"] == 20
+    assert a["explained_by"][0]["who"] == "nightly-batch"
+    # Latency rises with the engine's batch: the generated metrics follow requests in flight.
+    assert res["engine"]["corr_p99_running"] > 0.1
+    assert a["engine"]["running"] > 1.2 * a["engine"]["running_overall"]
+    rc, out, err = run_cli(capsys, "analyze", "anomalies", tmp_path, "--period", "60s", "--bucket", "10s", "--corr-window", "5s")
+    assert "engine correlation over" in out and "+20s-30s of each 1m period" in out
+
+
+def test_min_periods_is_configurable(tmp_path, capsys):
+    spec = SynthSpec(periods=6, period_s=60, rate_per_s=4.0, seed=4,
+                     anomaly=PlantedAnomaly(offset_s=30, duration_s=10, batch_rate_per_s=2.0, periods=(1, 4)))
+    write_recording(tmp_path, spec)
+    fold = ("--period", "1m", "--bucket", "10s")
+    res = run_json(capsys, "analyze", "anomalies", tmp_path, *fold)  # 2 of 6 periods: below the 50% share
+    assert res["anomalies"] == []
+    res = run_json(capsys, "analyze", "anomalies", tmp_path, *fold, "--min-share", "0.3")
+    assert [a["label"] for a in res["anomalies"]] == ["+30s-40s of each 1m period"]
+    assert res["anomalies"][0]["anomalous_periods"] == [1, 4]
+    assert run_json(capsys, "analyze", "anomalies", tmp_path, *fold, "--min-share", "0.3", "--min-periods", "3")["anomalies"] == []
+
+
+def test_prompt_ratio_threshold_filters(weekly, capsys):
+    res = run_json(capsys, "analyze", "anomalies", weekly, "--prompt-ratio", "5")
+    assert res["anomalies"] == []
+
+
+def test_short_data_for_period_says_so(tmp_path, capsys):
+    write_recording(tmp_path, SynthSpec(periods=1, period_s=3 * 3600, rate_per_s=0.5, anomaly=None))
+    res = run_json(capsys, "analyze", "anomalies", tmp_path)
+    assert res["anomalies"] == []
+    assert any("fewer than --min-periods" in n for n in res["notes"])
+    assert any("no engine_metrics" in n for n in res["notes"])
+
+
+def test_slot_labels():
+    assert slot_label(2 * 24 + 14, 7 * 86400, 3600) == "Wednesday 14:00-15:00 UTC"
+    assert slot_label(6 * 24 + 23, 7 * 86400, 3600) == "Sunday 23:00-24:00 UTC"
+    assert slot_label(3, 86400, 3600) == "03:00-04:00 UTC daily"
+    assert slot_label(2, 60, 10) == "+20s-30s of each 1m period"
+    assert slot_label(0, 3600, 300) == "+0s-5m of each 1h period"
+
+
+def test_bad_period_is_a_clear_error(weekly, capsys):
+    rc, out, err = run_cli(capsys, "analyze", "anomalies", weekly, "--period", "1x")
+    assert rc == 2 and "unknown unit" in err and "Traceback" not in err
+    rc, out, err = run_cli(capsys, "analyze", "anomalies", weekly, "--period", "1h", "--bucket", "2h")
+    assert rc == 2 and "longer than --period" in err
