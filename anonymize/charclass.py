@@ -44,31 +44,48 @@ def letter_like(ch: str, new_ascii: str) -> str:
     return new_ascii.upper() if ch.isupper() else new_ascii.lower()
 
 
+_D10 = "0123456789"
+_CV_UPPER = (_CONS_L.upper(), _VOW_L.upper())
+_CV_LOWER = (_CONS_L, _VOW_L)
+
+
 def fill(orig: str, rng, *, pronounceable: bool = False, hex_letters: bool = False) -> str:
     """Replace every letter/digit of `orig` by a random one of the same class; keep the rest."""
     out = []
-    vowel_next = False
-    for ch in orig:
-        if ch.isdigit():
-            out.append(digit_like(ch, rng.randrange(10)))
+    append = out.append
+    vowel_next = 0
+    for ch, b in zip(orig, rng.bytes(len(orig))):
+        o = ord(ch)
+        if 48 <= o <= 57:
+            append(_D10[b % 10])
+        elif 97 <= o <= 122 or 65 <= o <= 90:
+            lower = o >= 97
+            if hex_letters:
+                new = _HEX_L[b % 6]
+            elif pronounceable:
+                pool = _CV_LOWER[vowel_next]
+                new = pool[b % len(pool)]
+                vowel_next ^= 1
+            else:
+                new = _LOWER[b % 26]
+            append(new if lower else new.upper())
+        elif o < 128:
+            append(ch)
+            vowel_next = 0
+        elif ch.isdigit():
+            append(digit_like(ch, b % 10))
         elif ch.isalpha():
             if is_cjk(ch):
-                out.append(rng.choice(CN_GIVEN_CHARS))
+                append(CN_GIVEN_CHARS[(b * 257 + rng.randrange(256)) % len(CN_GIVEN_CHARS)])
                 continue
-            if hex_letters:
-                new = rng.choice(_HEX_L)
-            elif pronounceable:
-                new = rng.choice(_VOW_L if vowel_next else _CONS_L)
-                vowel_next = not vowel_next
+            new = _HEX_L[b % 6] if hex_letters else _LOWER[b % 26]
+            if 0xFF21 <= o <= 0xFF5A:
+                append(letter_like(ch, new))
             else:
-                new = rng.choice(_LOWER)
-            if ch.isascii() or 0xFF21 <= ord(ch) <= 0xFF5A:
-                out.append(letter_like(ch, new))
-            else:
-                out.append(new.upper() if ch.isupper() else new)
+                append(new.upper() if ch.isupper() else new)
         else:
-            out.append(ch)
-            vowel_next = False
+            append(ch)
+            vowel_next = 0
     return "".join(out)
 
 

@@ -28,6 +28,14 @@ class KeyedRandom:
         self._i += 1
         return b
 
+    def bytes(self, n: int) -> bytes:
+        end = self._i + n
+        if end > len(self._buf):
+            self._buf = hashlib.shake_256(self._seed).digest(max(end, len(self._buf) * 4))
+        out = self._buf[self._i : end]
+        self._i = end
+        return out
+
     def randrange(self, a: int, b: int | None = None) -> int:
         if b is None:
             a, b = 0, a

@@ -274,13 +274,20 @@ class Scrubber:
             # nesting depth works
             stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
             pop, push = stack.pop, stack.append
+            keep = _OPENAI_KEEP
             while stack:
                 src, dst, key, parent = pop()
                 if isinstance(src, dict):
                     for k, v in src.items():
                         t = type(v)
-                        if t is str and not openai and not _is_secret_key(k):
+                        if t is str:
                             dst[k] = v
+                            if openai and (k in keep or (k == "name" and key == "function")):
+                                continue
+                            if v and _is_secret_key(k):
+                                n_secret += 1
+                                dst[k] = self._subs.substitute(SECRET, v)
+                                continue
                             dsts.append(dst)
                             keys.append(k)
                             strings.append(v)

@@ -64,6 +64,15 @@ def _layout(orig: str, new_chars: str) -> str:
     return "".join(out)
 
 
+def _country_code_len(digits: str) -> int:
+    from phonenumbers import COUNTRY_CODE_TO_REGION_CODE
+
+    for n in (1, 2, 3):
+        if digits[:n].isdigit() and int(digits[:n]) in COUNTRY_CODE_TO_REGION_CODE:
+            return n
+    return 1
+
+
 def _rand_digits(rng: KeyedRandom, n: int) -> str:
     return "".join(str(rng.randrange(10)) for _ in range(n))
 
@@ -123,18 +132,12 @@ class Substituter:
     def _sub_phone(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         keep = 0
         stripped = orig.lstrip()
-        if stripped[:1] in "+\uff0b" or norm.startswith("00"):
-            import phonenumbers
-
-            lead = 2 if norm.startswith("00") and stripped[:1] not in "+\uff0b" else 0
-            try:
-                cc = phonenumbers.parse("+" + norm[lead:], None).country_code
-                keep = lead + len(str(cc))
-            except phonenumbers.NumberParseException:
-                keep = lead + 1
+        intl = stripped[:1] in "+\uff0b"
+        if intl or norm.startswith("00"):
+            lead = 0 if intl else 2
+            keep = lead + _country_code_len(norm[lead:])
         keep += 1  # first national digit (trunk 0 or area-code lead) keeps the number plausible
-        new = norm[:keep] + "".join(str(rng.randrange(10)) for _ in range(len(norm) - keep))
-        return _layout(orig, new)
+        return _layout(orig, norm[:keep] + _rand_digits(rng, len(norm) - keep))
 
     def _sub_iban(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         country = norm[:2]
