@@ -9,6 +9,7 @@ The SQL is in analysis/sql/{fold,anomalies,anomaly_clients,engine_windows,engine
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -125,6 +126,9 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
                 "periods_seen": r["periods_seen"],
                 "periods_anomalous": r["periods_anomalous"],
                 "anomalous_periods": r["anomalous_periods"],
+                "anomalous_period_starts": [
+                    dt.datetime.fromtimestamp(k * p.period_s + p.origin_s, tz=dt.timezone.utc).isoformat() for k in r["anomalous_periods"]
+                ],
                 "tp99_ratio": r["tp99_ratio"],
                 "prompt_ratio": r["prompt_ratio"],
                 "tp99_ms": r["tp99_ms"],

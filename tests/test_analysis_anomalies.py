@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
@@ -93,7 +95,8 @@ def test_min_periods_is_configurable(tmp_path, capsys):
     assert res["anomalies"] == []
     res = run_json(capsys, "analyze", "anomalies", tmp_path, *fold, "--min-share", "0.3")
     assert [a["label"] for a in res["anomalies"]] == ["+30s-40s of each 1m period"]
-    assert res["anomalies"][0]["anomalous_periods"] == [1, 4]
+    starts = [dt.datetime.fromisoformat(x) for x in res["anomalies"][0]["anomalous_period_starts"]]
+    assert starts == [spec.start + dt.timedelta(minutes=1), spec.start + dt.timedelta(minutes=4)]
     assert run_json(capsys, "analyze", "anomalies", tmp_path, *fold, "--min-share", "0.3", "--min-periods", "3")["anomalies"] == []
 
 
