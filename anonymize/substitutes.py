@@ -186,9 +186,9 @@ class Substituter:
         words = orig.split(" ")
         for i, w in enumerate(words):
             pool = (EN_FIRST_BY_LEN if i == 0 else EN_LAST_BY_LEN).get(len(w)) if w.isalpha() else None
-            if pool:
+            if pool and len(pool) >= 4:
                 choice = rng.choice(pool)
-                if choice == w and len(pool) > 1:
+                if choice.lower() == w.lower():
                     choice = pool[(pool.index(choice) + 1) % len(pool)]
                 out.append(apply_case(w, choice))
             else:
