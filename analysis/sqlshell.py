@@ -25,7 +25,8 @@ def setup(paths: list[str]):
     return con, src, views
 
 
-def print_result(cur: duckdb.DuckDBPyConnection, out=sys.stdout, csv: bool = False, max_rows: int = 200) -> None:
+def print_result(cur: duckdb.DuckDBPyConnection, out=None, csv: bool = False, max_rows: int = 200) -> None:
+    out = out or sys.stdout
     if cur.description is None:
         return
     headers = [d[0] for d in cur.description]

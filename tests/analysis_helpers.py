@@ -20,6 +20,7 @@ from analysis.synth import (  # noqa: F401  (re-exported)
     make_requests,
     write_recording,
     write_replay,
+    write_sorted,
 )
 from shadowreplay.cli import main as cli_main
 from shadowreplay.dataset import parquet_files
