@@ -1,8 +1,9 @@
 """gRPC over TLS through the real `mitmdump` recorder: the client trusts mitmproxy's CA (generated
 in a confdir of the test's own), mitmproxy intercepts the TLS as HTTP/2 (ALPN h2) and records.
 
-Two upstreams: a TLS grpcio server (reverse:https://...) and a cleartext one
-(reverse:http://... with shadowreplay_h2c_upstream=true: TLS at the proxy, h2c behind it)."""
+Upstreams: a TLS grpcio server (reverse:https://...) and a cleartext one (reverse:http://... with
+shadowreplay_h2c_upstream=true: TLS at the proxy, h2c behind it); and an h2c client in front of a
+TLS upstream."""
 
 from __future__ import annotations
 
@@ -53,8 +54,12 @@ def wait_file(path, timeout=20.0):
     raise TimeoutError(f"{path} never appeared")
 
 
-@pytest.mark.parametrize("upstream_tls", [True, False], ids=["tls-upstream", "h2c-upstream"])
-def test_grpc_over_tls_is_recorded(tmp_path_factory, upstream_tls):
+@pytest.mark.parametrize(
+    ("client_tls", "upstream_tls"),
+    [(True, True), (True, False), (False, True)],
+    ids=["tls-to-tls-upstream", "tls-to-h2c-upstream", "h2c-to-tls-upstream"],
+)
+def test_grpc_over_tls_is_recorded(tmp_path_factory, client_tls, upstream_tls):
     keys = tmp_path_factory.mktemp("keys")
     key_file = keys / "scrub.key"
     key_file.write_bytes(b"grpc-tls-test-key-0123456789abcdef")
@@ -70,10 +75,14 @@ def test_grpc_over_tls_is_recorded(tmp_path_factory, upstream_tls):
             extra = ("--set", "shadowreplay_h2c_upstream=true")
         proc, port = start_mitmdump(upstream, out, key_file, "--set", f"confdir={confdir}", *extra)
         try:
-            ca = wait_file(confdir / "mitmproxy-ca-cert.pem")
-            creds = grpc.ssl_channel_credentials(root_certificates=ca)
-            opts = (("grpc.ssl_target_name_override", "localhost"),)
-            with grpc.secure_channel(f"127.0.0.1:{port}", creds, options=opts) as ch:
+            if client_tls:
+                ca = wait_file(confdir / "mitmproxy-ca-cert.pem")
+                creds = grpc.ssl_channel_credentials(root_certificates=ca)
+                opts = (("grpc.ssl_target_name_override", "localhost"),)
+                channel = grpc.secure_channel(f"127.0.0.1:{port}", creds, options=opts)
+            else:
+                channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            with channel as ch:
                 grpc.channel_ready_future(ch).result(timeout=15)
                 stub = stubs.LlmStub(ch)
                 call = stub.Generate(
