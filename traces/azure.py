@@ -17,6 +17,10 @@ FORMAT = "azure-llm"
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
+def _np(col: pa.Array, fill) -> np.ndarray:
+    return (col.fill_null(fill) if col.null_count else col).to_numpy(zero_copy_only=False)
+
+
 def report_bad(report: Report, path: Path, batch: pa.RecordBatch, first_row: int, what: str) -> np.ndarray:
     """Warns about rows whose values did not parse (naming their line) and returns the keep mask."""
     bad = batch.column("bad")
@@ -41,9 +45,9 @@ def read(path: Path, report: Report, **_) -> Iterator[Chunk]:
         n = batch.num_rows
         rows = np.arange(first, first + n, dtype=np.int64)
         keep = report_bad(report, path, batch, first, "TIMESTAMP,ContextTokens,GeneratedTokens")
-        ts = batch.column("ts").cast(pa.int64()).fill_null(0).to_numpy()
-        pt = batch.column("prompt_tokens").fill_null(-1).to_numpy()
-        ct = batch.column("completion_tokens").fill_null(-1).to_numpy()
+        ts = _np(batch.column("ts").cast(pa.int64()), 0)
+        pt = _np(batch.column("prompt_tokens"), -1)
+        ct = _np(batch.column("completion_tokens"), -1)
         first += n
         report.rows_read += n
         if keep is not None:

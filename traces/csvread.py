@@ -62,6 +62,7 @@ def stream_sql(path: Path, sql_file: str, columns: dict, threads: int | None = N
     con = duckdb.connect()
     try:
         con.execute("SET preserve_insertion_order = true")
+        con.execute("SET enable_progress_bar = false")
         if threads:
             con.execute(f"SET threads = {int(threads)}")
         try:
