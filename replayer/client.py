@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import re
 import ssl
 import time
 from collections.abc import Callable
 
 from .routes import Target
 
-MAX_BODY = 4 << 20  # non-streamed bodies kept (for usage) up to this size
+MAX_BODY = 4 << 20
+# An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
+_TOKEN = re.compile(rb'"(?:text|content|reasoning_content)"\s*:\s*"(?!")|"token_ids"\s*:\s*\[\s*\d')
+_USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')  # non-streamed bodies kept (for usage) up to this size
 
 
 class Exchange:
@@ -60,23 +64,24 @@ class Exchange:
             self._body += data
 
     def _event(self, raw: bytes, now: int) -> None:
-        raw = raw.replace(b"\r", b"")
+        # Cheap byte checks first: only events that may carry usage are JSON-decoded, so the
+        # per-token cost stays small at high request rates.
+        if b"data:" not in raw:
+            return
+        if b"\r" in raw:
+            raw = raw.replace(b"\r", b"")
         payload = b"\n".join(line[5:].lstrip(b" ") for line in raw.split(b"\n") if line.startswith(b"data:"))
         if not payload or payload == b"[DONE]":
             return
-        try:
-            ev = json.loads(payload)
-        except ValueError:
-            return
-        if not isinstance(ev, dict):
-            return
-        if ev.get("usage"):
-            self.usage = ev["usage"]
-        for ch in ev.get("choices") or ():
-            delta = ch.get("delta") or {}
-            if ch.get("text") or delta.get("content") or delta.get("reasoning_content") or ch.get("token_ids"):
-                self.token_ns.append(now)
-                break
+        if _TOKEN.search(payload):
+            self.token_ns.append(now)
+        if b'"usage"' in payload and _USAGE_NULL.search(payload) is None:
+            try:
+                ev = json.loads(payload)
+            except ValueError:
+                return
+            if isinstance(ev, dict) and isinstance(ev.get("usage"), dict):
+                self.usage = ev["usage"]
 
     def finish(self, now: int, error: str | None = None) -> None:
         if self.end_ns:

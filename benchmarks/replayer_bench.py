@@ -1,0 +1,246 @@
+"""Send-lag benchmark of `shadowreplay replay`, side by side with `vllm bench serve` (timed_trace).
+
+Schedules:
+  azure500  - the Azure LLM inference 2023 code trace (../shared/data/traces), its first N arrivals
+              compressed in time to a mean of 500 requests/s (burstiness kept)
+  steady1000 - a steady 1,000 requests/s
+
+Both tools replay the same schedule into the same fast local server (tests/replayer_helpers.py,
+run as its own process: it streams 2 tokens per request, chunked SSE, like vLLM's API). The
+server stamps each request's arrival with CLOCK_MONOTONIC when its first bytes arrive. vllm bench
+does not report per-request send lag, so lag is measured the same way for both tools, at the
+server: the i-th arrival is paired with the i-th scheduled offset, lag_i = arrival_i - (t0 +
+offset_i), with t0 chosen so the smallest lag is 0 (neither tool's start instant is visible to
+the server). shadowreplay's own per-request send_lag_ms (client side) is reported too.
+
+Usage:
+  .venv/bin/python benchmarks/replayer_bench.py [--runs 3] [--azure-requests 3000]
+                                                [--steady-seconds 5] [--strategies]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from shadowreplay.dataset import write_rows  # noqa: E402
+
+AZURE = REPO.parent / "shared" / "data" / "traces" / "AzureLLMInferenceTrace_code_2023.csv"
+VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
+SERVER = REPO / "tests" / "replayer_helpers.py"
+MODEL = "tiny-llama"
+
+VLLM_WRAPPER = """
+import sys
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+p = FlexibleArgumentParser(); add_cli_args(p)
+main(p.parse_args(sys.argv[1:]))
+"""
+
+
+# ---- schedules ----------------------------------------------------------------------------------
+def azure_schedule(n: int, rate: float) -> list[tuple[float, int, int]]:
+    """(offset_s, input_tokens, output_tokens) of the first n arrivals, compressed to `rate`/s."""
+    rows = []
+    with open(AZURE) as f:
+        for r in csv.DictReader(f):
+            ts = dt.datetime.strptime(r["TIMESTAMP"][:26], "%Y-%m-%d %H:%M:%S.%f")
+            rows.append((ts, int(r["ContextTokens"]), int(r["GeneratedTokens"])))
+            if len(rows) >= n:
+                break
+    t0 = rows[0][0]
+    raw = [(r[0] - t0).total_seconds() for r in rows]
+    scale = ((len(rows) - 1) / rate) / raw[-1]
+    return [(x * scale, i, o) for x, (_, i, o) in zip(raw, rows)]
+
+
+def steady_schedule(rate: float, seconds: float) -> list[tuple[float, int, int]]:
+    n = int(rate * seconds)
+    return [(i / rate, 64, 2) for i in range(n)]
+
+
+def write_recording(root: Path, sched) -> None:
+    t0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
+    rows = []
+    for i, (off, inp, out) in enumerate(sched):
+        body = {"model": MODEL, "prompt": "hello " * 16, "stream": True, "max_tokens": out}
+        rows.append(dict(request_id=f"b{i:06d}", ts_start=t0 + dt.timedelta(seconds=off), method="POST", scheme="http",
+                         host="prod.example", port=80, path="/v1/completions", kind="completion", model=MODEL,
+                         stream=True, completion_tokens=out, request_body=json.dumps(body), prompt_chars=96))
+    write_rows(root, "requests", rows)
+
+
+def write_mooncake(path: Path, sched) -> None:
+    with open(path, "w") as f:
+        for i, (off, inp, out) in enumerate(sched):
+            f.write(json.dumps({"timestamp": off * 1000.0, "input_length": 16, "output_length": out,
+                                "hash_ids": [i]}) + "\n")
+
+
+# ---- server -------------------------------------------------------------------------------------
+class Server:
+    def __init__(self, tmp: Path):
+        self.arrivals_file = tmp / f"arrivals-{time.monotonic_ns()}.jsonl"
+        self.p = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--arrivals", str(self.arrivals_file),
+                                   "--tokens-cap", "2"], stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        self.port = int(line.split()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> list[int]:
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait(30)
+        out = []
+        with open(self.arrivals_file) as f:
+            for line in f:
+                a = json.loads(line)
+                if a["method"] == "POST" and a["path"] == "/v1/completions":
+                    out.append(a["mono_ns"])
+        return sorted(out)
+
+
+# ---- measurement --------------------------------------------------------------------------------
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, math.ceil(q / 100 * len(xs)) - 1))]
+
+
+def server_side(arrivals: list[int], sched) -> dict:
+    n = len(sched)
+    if len(arrivals) < n:
+        return {"error": f"only {len(arrivals)} of {n} requests arrived"}
+    arr = arrivals[-n:]  # vllm bench sends one test request first
+    offs = [round(s[0] * 1e9) for s in sched]
+    d = [a - o for a, o in zip(arr, offs)]
+    base = min(d)
+    lags = [(x - base) / 1e6 for x in d]
+    return {"p50": pct(lags, 50), "p99": pct(lags, 99), "max": max(lags),
+            "late1": sum(1 for x in lags if x > 1), "late10": sum(1 for x in lags if x > 10),
+            "rate": (n - 1) / ((arr[-1] - arr[0]) / 1e9)}
+
+
+def run_ours(rec: Path, tmp: Path, sched, pacing: str) -> dict:
+    srv = Server(tmp)
+    out = tmp / f"out-{time.monotonic_ns()}"
+    try:
+        p = subprocess.run([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
+                            "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30"],
+                           capture_output=True, text=True, cwd=REPO, timeout=600)
+    finally:
+        arrivals = srv.stop()
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}"}
+    res = server_side(arrivals, sched)
+    s = json.loads((out / "manifest.json").read_text())["summary"]
+    res["self_p50"], res["self_p99"], res["self_max"] = s["lag_p50_ms"], s["lag_p99_ms"], s["lag_max_ms"]
+    res["errors"] = s["errors"]
+    return res
+
+
+def run_vllm(trace: Path, tmp: Path, sched, tokenizer: Path) -> dict:
+    srv = Server(tmp)
+    wrapper = tmp / "bench_serve.py"
+    wrapper.write_text(VLLM_WRAPPER)
+    try:
+        p = subprocess.run([str(VLLM_PY), str(wrapper), "--backend", "openai", "--base-url", srv.url,
+                            "--endpoint", "/v1/completions", "--model", MODEL, "--tokenizer", str(tokenizer),
+                            "--dataset-name", "timed_trace", "--dataset-path", str(trace),
+                            "--timed-trace-sec-multiplier", "0.001", "--ignore-eos", "--num-prompts", str(len(sched)),
+                            "--disable-tqdm"],
+                           capture_output=True, text=True, cwd=tmp, timeout=900)
+    finally:
+        arrivals = srv.stop()
+    if p.returncode != 0:
+        tail = (p.stderr or p.stdout).strip().splitlines()
+        return {"error": tail[-1] if tail else f"rc {p.returncode}"}
+    res = server_side(arrivals, sched)
+    for line in p.stdout.splitlines():
+        if line.startswith("Failed requests:"):
+            res["errors"] = int(line.split()[-1])
+    return res
+
+
+def median_of(runs: list[dict], key: str):
+    vals = [r[key] for r in runs if key in r and r[key] is not None]
+    return statistics.median(vals) if vals else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--azure-requests", type=int, default=3000)
+    ap.add_argument("--azure-rate", type=float, default=500.0)
+    ap.add_argument("--steady-rate", type=float, default=1000.0)
+    ap.add_argument("--steady-seconds", type=float, default=5.0)
+    ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
+    ap.add_argument("--no-vllm", action="store_true")
+    ap.add_argument("--json", help="write all figures here")
+    args = ap.parse_args()
+
+    tokenizer = None
+    if not args.no_vllm:
+        from shadow.tiny_model import build_tiny_model
+
+        tokenizer = build_tiny_model()
+    schedules = {
+        f"azure{int(args.azure_rate)}": azure_schedule(args.azure_requests, args.azure_rate),
+        f"steady{int(args.steady_rate)}": steady_schedule(args.steady_rate, args.steady_seconds),
+    }
+    tools = ["shadowreplay"] + (["shadowreplay-spin", "shadowreplay-sleep"] if args.strategies else [])
+    tools += [] if args.no_vllm else ["vllm-bench"]
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="replayer-bench-") as t:
+        tmp = Path(t)
+        for name, sched in schedules.items():
+            rec = tmp / f"rec-{name}"
+            write_recording(rec, sched)
+            trace = tmp / f"{name}.jsonl"
+            write_mooncake(trace, sched)
+            for run in range(args.runs):
+                for tool in tools:
+                    if tool == "vllm-bench":
+                        r = run_vllm(trace, tmp, sched, tokenizer)
+                    else:
+                        pacing = {"shadowreplay": "timerfd", "shadowreplay-spin": "spin", "shadowreplay-sleep": "sleep"}[tool]
+                        r = run_ours(rec, tmp, sched, pacing)
+                    results.setdefault(name, {}).setdefault(tool, []).append(r)
+                    print(f"{name} run {run + 1} {tool}: " + json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)
+    print()
+    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); medians of {args.runs} runs")
+    print("| schedule | tool | requests | server-side lag p50 / p99 / max (ms) | late >1 / >10 ms | achieved rate (/s) | self-reported lag p50 / p99 / max (ms) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, per_tool in results.items():
+        for tool, runs in per_tool.items():
+            ok = [r for r in runs if "error" not in r]
+            if not ok:
+                print(f"| {name} | {tool} | {len(schedules[name])} | failed: {runs[0].get('error')} | | | |")
+                continue
+
+            def f(k):
+                v = median_of(ok, k)
+                return "-" if v is None else (f"{v:.3f}" if k != "rate" and not k.startswith("late") else f"{v:.0f}")
+
+            self_cols = f"{f('self_p50')} / {f('self_p99')} / {f('self_max')}" if "self_p50" in ok[0] else "not reported"
+            print(f"| {name} | {tool} | {len(schedules[name])} | {f('p50')} / {f('p99')} / {f('max')} | "
+                  f"{f('late1')} / {f('late10')} | {f('rate')} | {self_cols} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
