@@ -13,7 +13,7 @@ from .units import format_duration
 
 KEY = ("kind", "model", "client_id")
 # The lat columns the analyze queries read (kept in memory once, see session.materialize).
-KEEP = ["t", "kind", "model", "client_id", "failed", "timed_out", "ttft_ms", "e2e_ms", "tpot_ms", "completion_tokens", "prefix_key"]
+KEEP = ["t", "kind", "model", "client_id", "failed", "timed_out", "ttft_ms", "e2e_ms", "tpot_ms", "prompt_len", "completion_tokens", "prefix_key"]
 
 
 def _key(r: dict[str, Any]) -> tuple:
@@ -34,6 +34,8 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[
         result.update(groups=[], prefix=None, notes=notes)
         return result
     has_ttft = has_column_data(con, "ttft_ms")
+    if not has_column_data(con, "e2e_ms"):
+        notes.append("no latencies recorded (an imported trace holds arrival times and token counts only): replay it to measure latency")
     has_itl = any(r["is_total"] and r["gaps"] for r in itl_rows)
     if not has_ttft:
         notes.append("no TTFT recorded (requests were not streamed): TTFT columns are empty, a TTFT SLO is judged on e2e")
@@ -64,6 +66,8 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[
                 "itl_source": "token gaps" if i else "per-request mean",
                 "e2e_ms": _pcts(r["e2e_q"], r["e2e_max"]),
                 "tokens_per_s": r["tokens_per_s"],
+                "prompt_tokens": {"p50": _q(r["prompt_q"], 0), "p99": _q(r["prompt_q"], 1)},
+                "completion_tokens": {"p50": _q(r["completion_q"], 0), "p99": _q(r["completion_q"], 1)},
                 "rps": r["rps"],
                 "good": r["good"],
                 "goodput_rps": r["goodput_rps"],
@@ -116,6 +120,9 @@ def render(res: dict[str, Any]) -> str:
                    fmt.cell(g["goodput_rps"], 2), fmt.pct(g["goodput_share"]), fmt.pct(g["window_compliance"]) if g["windows"] else "-"]
             )
         out += ["", fmt.table(head, rows, "Traffic and goodput")]
+        rows = [list(_name(g)) + [fmt.cell(g["prompt_tokens"]["p50"], 0), fmt.cell(g["prompt_tokens"]["p99"], 0),
+                                  fmt.cell(g["completion_tokens"]["p50"], 0), fmt.cell(g["completion_tokens"]["p99"], 0)] for g in groups]
+        out += ["", fmt.table(["kind", "model", "client", "prompt P50", "prompt P99", "output P50", "output P99"], rows, "Tokens per request")]
         for metric, title in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("e2e_ms", "E2E latency (ms)")):
             rows = [list(_name(g)) + [fmt.cell(g[metric][p]) for p in ("p50", "p95", "p99", "max")] for g in groups]
             if metric == "itl_ms" and groups:

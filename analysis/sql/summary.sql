@@ -34,6 +34,8 @@ SELECT
     max(e2e_ms) AS e2e_max,
     quantile_cont(tpot_ms, [0.5, 0.95, 0.99]) AS tpot_q,
     max(tpot_ms) AS tpot_max,
+    quantile_cont(prompt_len, [0.5, 0.99]) AS prompt_q,
+    quantile_cont(completion_tokens, [0.5, 0.99]) AS completion_q,
     sum(completion_tokens) FILTER (WHERE NOT failed) / any_value(span_s) AS tokens_per_s,
     count(*) FILTER (WHERE good) AS good,
     count(*) FILTER (WHERE good) / any_value(span_s) AS goodput_rps,

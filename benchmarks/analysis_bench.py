@@ -1,0 +1,95 @@
+"""Benchmark: `shadowreplay analyze` and `analyze anomalies` on ten million generated requests.
+
+    .venv/bin/python benchmarks/analysis_bench.py [--rows 10000000] [--runs 3] [--data DIR]
+
+Generates (once, cached in DIR) three weeks of synthetic traffic with a planted Wednesday-14:00
+anomaly, written with shadowreplay.dataset.write_table into the usual hourly partitions, sorted
+by ts_start (one row group per hourly file, zstd). Then runs each command as a subprocess RUNS
+times and reports the median wall time and the peak resident memory of the command (ru_maxrss
+of that child, from wait4). Prints a Markdown table; docs/bench/analysis.md holds a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def generate(root: Path, rows: int) -> None:
+    from analysis.synth import PlantedAnomaly, SynthSpec, write_recording
+
+    rate = rows / (3 * 7 * 86400)
+    spec = SynthSpec(periods=3, n_rows=rows, itl_lists=False, prefix_groups=1000, seed=42,
+                     anomaly=PlantedAnomaly(batch_rate_per_s=rate * 0.5))
+    t = time.perf_counter()
+    # One hourly file holds ~20k rows at this rate: one row group each.
+    write_recording(root, spec, row_group_size=1 << 20)
+    (root / ".complete").write_text(str(rows))
+    print(f"generated {rows:,} rows in {time.perf_counter() - t:.0f} s into {root}", file=sys.stderr)
+
+
+def measure(argv: list[str]) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, stdout) of one run of a command."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = "", ""
+    # wait4 gives this child's own rusage (ru_maxrss in KiB on Linux).
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    dt = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {err.strip()[-500:]}")
+    return dt, ru.ru_maxrss / 1024, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--data", type=Path, default=REPO / ".cache" / "bench-analysis")
+    ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
+    ap.add_argument("--memory-limit", help="DuckDB memory limit passed to the commands")
+    args = ap.parse_args()
+    root = args.data / f"rows-{args.rows}"
+    if not (root / ".complete").exists():
+        generate(root, args.rows)
+    exe = str(REPO / ".venv" / "bin" / "shadowreplay")
+    extra = (["--threads", str(args.threads)] if args.threads else []) + (["--memory-limit", args.memory_limit] if args.memory_limit else [])
+    cases = {
+        "analyze": [exe, "analyze", str(root), "--slo", "ttft=500ms,e2e=10s", "--json", *extra],
+        "analyze anomalies": [exe, "analyze", "anomalies", str(root), "--json", *extra],
+    }
+    files = sum(1 for _ in (root / "requests").rglob("*.parquet"))
+    size = sum(p.stat().st_size for p in (root / "requests").rglob("*.parquet")) / 2**20
+    print(f"| command | rows | runs | median s | min s | max s | peak RSS MiB (max) |")
+    print(f"|---|---|---|---|---|---|---|")
+    for name, argv in cases.items():
+        secs, mems = [], []
+        for _ in range(args.runs):
+            s, m, out = measure(argv)
+            secs.append(s)
+            mems.append(m)
+        if name == "analyze anomalies":
+            import json
+
+            found = [a["label"] for a in json.loads(out)["anomalies"]]
+            print(f"<!-- anomalies found: {found} -->")
+        print(f"| `{name}` | {args.rows:,} | {args.runs} | {statistics.median(secs):.2f} | {min(secs):.2f} | {max(secs):.2f} | {max(mems):.0f} |")
+    print(f"\ndataset: {files} Parquet files, {size:.0f} MiB; machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f} at the end; python {platform.python_version()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
