@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from itertools import accumulate
 from typing import NamedTuple
 
 import phonenumbers
@@ -63,7 +64,20 @@ def _norm_number(raw: str) -> str:
     return "".join(out)
 
 
+_CLASSIFY_MEMO: dict[str, str | None] = {}
+
+
 def _classify_number(raw: str) -> str | None:
+    if raw in _CLASSIFY_MEMO:
+        return _CLASSIFY_MEMO[raw]
+    kind = _classify_number_uncached(raw)
+    if len(_CLASSIFY_MEMO) >= 50_000:
+        _CLASSIFY_MEMO.clear()
+    _CLASSIFY_MEMO[raw] = kind
+    return kind
+
+
+def _classify_number_uncached(raw: str) -> str | None:
     digits = _norm_number(raw)
     n = len(digits)
     if n < 4:
@@ -195,20 +209,33 @@ def _numbers(text: str, out: list[Span]) -> None:
             out.append(Span(s, s + len(raw), kind))
             continue
         toks = _split_tokens(raw)
-        if len(toks) < 2:
+        if len(toks) >= 2:
+            _number_pieces(raw, s, toks, out)
+
+
+def _number_pieces(raw: str, s: int, toks: list[tuple[int, int]], out: list[Span]) -> None:
+    """A candidate that is not one entity may hold several ("13812345678 13912345678"): try runs
+    of up to 6 whitespace-separated pieces, longest first. Runs shorter than 7 or longer than 40
+    characters (without the spaces between pieces) hold no entity and are skipped cheaply."""
+    pre = [0, *accumulate(b - a for a, b in toks)]
+    nt = len(toks)
+    i = 0
+    while i < nt:
+        hi = min(nt, i + 6)
+        if pre[hi] - pre[i] < 7:
+            i += 1
             continue
-        toks = toks[:24]
-        i = 0
-        while i < len(toks):
-            for j in range(min(len(toks), i + 8), i, -1):
-                a, b = toks[i][0], toks[j - 1][1]
-                kind = _classify_number(raw[a:b])
-                if kind:
-                    out.append(Span(s + a, s + b, kind))
-                    i = j
-                    break
-            else:
-                i += 1
+        for k in range(hi - i, 0, -1):  # k pieces, longest first
+            if not 7 <= pre[i + k] - pre[i] <= 40:
+                continue
+            a, b = toks[i][0], toks[i + k - 1][1]
+            kind = _classify_number(raw[a:b])
+            if kind:
+                out.append(Span(s + a, s + b, kind))
+                i += k
+                break
+        else:
+            i += 1
 
 
 # ---------------------------------------------------------------- e-mail
@@ -225,7 +252,7 @@ def _emails(text: str, out: list[Span]) -> None:
         while j < i and text[j] in ".'":
             j += 1
         if j < i:
-            m = _EMAIL_DOMAIN.match(text, i + 1)
+            m = _EMAIL_DOMAIN.match(text, i + 1, i + 256)
             if m:
                 out.append(Span(j, m.end(), EMAIL))
                 i = text.find("@", m.end())
@@ -261,12 +288,17 @@ def _ipv6(text: str, out: list[Span]) -> None:
         m = _V6.search(text, pos)
         if not m:
             return
+        # the whole run of hex digits, colons and dots around the hit (never left of `pos`, so
+        # the scan stays linear); a run longer than any IPv6 address is skipped whole
         a = m.start()
-        while a > 0 and text[a - 1] in _V6_CHARS and m.start() - a < 40:
+        while a > pos and text[a - 1] in _V6_CHARS:
             a -= 1
         b = m.end()
-        while b < n and text[b] in _V6_CHARS and b - a < 46:
+        while b < n and text[b] in _V6_CHARS:
             b += 1
+        pos = b
+        if b - a > 48:
+            continue
         cand = text[a:b].strip(".")
         a = text.find(cand, a)
         b = a + len(cand)
@@ -276,7 +308,6 @@ def _ipv6(text: str, out: list[Span]) -> None:
         if cand.startswith(":") and not cand.startswith("::"):
             cand = cand[1:]
             a += 1
-        pos = max(b, m.end())
         if cand.count(":") < 2 or (a > 0 and (text[a - 1].isalnum() or text[a - 1] == "_")):
             continue
         if b < n and (text[b].isalnum() or text[b] == "_"):
@@ -300,13 +331,13 @@ _SECRET_AT = {
     "eyj": re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     "gh": re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),
     "xox": re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
-    "bearer": re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+[A-Za-z0-9._~+/=\-]{8,}"),
+    "bearer": re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}"),
 }
 _SECRET_FIND = ("sk-", "akia", "asia", "eyj", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "xox", "bearer")
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")
 # what must follow a key-like word for the next value to be a credential
-_KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]*(?:[:=]|[ \t]is[ \t])[ \t]*[\"']?([^\s\x00\"',;{}<>()\[\]]{4,})")
-_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]*(?:[:：=]|是|为)[ \t\u3000]*([^\s\x00，。；、\"'”“]{4,})")
+_KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}[\"']?([^\s\x00\"',;{}<>()\[\]]{4,})")
+_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]{0,8}(?:[:：=]|是|为)[ \t\u3000]{0,8}([^\s\x00，。；、\"'”“]{4,})")
 _PASSWORD_WORDS = ("pass", "pwd")
 _KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -366,21 +397,21 @@ _NAME_WORDS = r"(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
 # trigger (found lower-cased) -> (pattern matched at the trigger, strong?)
 # strong triggers accept any capitalised word; weak ones only a known first name.
 _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
-    "my name": (re.compile(r"(?i:my name)(?: is|'s|:)?[ \t]+" + _NAME_WORDS), True),
-    "name is": (re.compile(r"(?i:name is)[ \t]+" + _NAME_WORDS), True),
-    "name:": (re.compile(r"(?i:name:)[ \t]*" + _NAME_WORDS), True),
-    "call me": (re.compile(r"(?i:call me)[ \t]+" + _NAME_WORDS), True),
-    "regards,": (re.compile(r"(?i:regards),[ \t\r\n]+" + _NAME_WORDS), True),
-    "sincerely,": (re.compile(r"(?i:sincerely),[ \t\r\n]+" + _NAME_WORDS), True),
-    "dear ": (re.compile(r"(?i:dear)[ \t]+(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+)?" + _NAME_WORDS), True),
-    "i am ": (re.compile(r"I am[ \t]+" + _NAME_WORDS), False),
-    "i'm ": (re.compile(r"I'm[ \t]+" + _NAME_WORDS), False),
-    "i\u2019m ": (re.compile(r"I\u2019m[ \t]+" + _NAME_WORDS), False),
-    "this is ": (re.compile(r"(?i:this is)[ \t]+" + _NAME_WORDS), False),
-    "hi ": (re.compile(r"(?i:hi)[ \t]+" + _NAME_WORDS), False),
-    "hello ": (re.compile(r"(?i:hello)[ \t]+" + _NAME_WORDS), False),
+    "my name": (re.compile(r"(?i:my name)(?: is|'s|:)?[ \t]{1,4}" + _NAME_WORDS), True),
+    "name is": (re.compile(r"(?i:name is)[ \t]{1,4}" + _NAME_WORDS), True),
+    "name:": (re.compile(r"(?i:name:)[ \t]{0,4}" + _NAME_WORDS), True),
+    "call me": (re.compile(r"(?i:call me)[ \t]{1,4}" + _NAME_WORDS), True),
+    "regards,": (re.compile(r"(?i:regards),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
+    "sincerely,": (re.compile(r"(?i:sincerely),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
+    "dear ": (re.compile(r"(?i:dear)[ \t]{1,4}(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})?" + _NAME_WORDS), True),
+    "i am ": (re.compile(r"I am[ \t]{1,4}" + _NAME_WORDS), False),
+    "i'm ": (re.compile(r"I'm[ \t]{1,4}" + _NAME_WORDS), False),
+    "i\u2019m ": (re.compile(r"I\u2019m[ \t]{1,4}" + _NAME_WORDS), False),
+    "this is ": (re.compile(r"(?i:this is)[ \t]{1,4}" + _NAME_WORDS), False),
+    "hi ": (re.compile(r"(?i:hi)[ \t]{1,4}" + _NAME_WORDS), False),
+    "hello ": (re.compile(r"(?i:hello)[ \t]{1,4}" + _NAME_WORDS), False),
 }
-_EN_TITLE = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]+(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
+_EN_TITLE = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4}(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
 _CN_STOP = frozenset(
     "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："

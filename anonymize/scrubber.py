@@ -7,7 +7,7 @@ import hmac
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .detectors import SECRET, Span, find_spans
@@ -66,7 +66,6 @@ class ScrubbedBody:
 class _Stats:
     cache_hits: int = 0
     fallbacks: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
@@ -117,10 +116,11 @@ class Scrubber:
             hit = self._whole.get(text)
             if hit is not None:
                 self.stats.cache_hits += 1
-                return hit
+                return Scrubbed(hit.text, dict(hit.counts))  # callers may mutate counts
         result = self._scrub_text_uncached(text)
         if len(text) >= self._cache_min and result.error is None:
             self._remember(text, result)
+            return Scrubbed(result.text, dict(result.counts))
         return result
 
     def _scrub_text_uncached(self, text: str) -> Scrubbed:

@@ -294,3 +294,19 @@ def test_sse_tool_call_arguments_and_completions_text(scrubber):
     joined_text = "".join(c["choices"][0]["text"] for c in out[3:])
     assert "bob@corp.example" not in joined_args and json.loads(joined_args).keys() == {"email"}
     assert "13912345678" not in joined_text and len(joined_text) == len("call 13912345678 now")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("unit", [
+    "key" + " " * 50,               # key-like word followed by long whitespace
+    "a@" + "b." * 60,               # many '@' before long dotted runs
+    "1 2 3 4 5 6 7 8 9 ",           # endless space-separated digits
+    "1234 5678 9012 3456 ",         # endless card-like groups
+    "my name is Aaaa Bbbb Cccc ",   # trigger phrases back to back
+    "::" + "ab:" * 10,              # colon runs
+])
+def test_adversarial_large_inputs_finish(scrubber, unit):
+    text = unit * (500_000 // len(unit))
+    r = scrubber.scrub_text(text + " 13812345678")
+    assert len(r.text) == len(text) + 12
+    assert not r.text.endswith("13812345678")
