@@ -80,7 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Everything goes under --out; every process it starts is stopped, also on Ctrl-C.",
     )
     demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out)")
-    demo.add_argument("--minutes", type=float, default=3.0, help="compressed 'weeks' of traffic, 1 minute each (default 3)")
+    demo.add_argument("--minutes", type=float, default=2.0, help="minutes of recorded traffic (default 2: two compressed 'weeks')")
+    demo.add_argument("--week", type=float, default=60.0, metavar="SECONDS", help="length of one compressed 'week' (default 60)")
+    demo.add_argument(
+        "--remediation", metavar="'FLAGS'",
+        help="vLLM flags of the remediated shadow (default: '--long-prefill-token-threshold 256'); write --remediation='...'",
+    )  # fmt: skip
     demo.add_argument("--seed", type=int, default=7, help="random seed of the synthetic traffic")
     demo.add_argument("--vllm-python", metavar="PATH", help="python of the vLLM venv")
     demo.add_argument("--force", action="store_true", help="reuse a non-empty --out (its old contents are removed)")
@@ -228,7 +233,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import DemoConfig, run_demo
+    from .demo import DEFAULT_REMEDIATION, DemoConfig, run_demo
 
-    cfg = DemoConfig(out=Path(args.out).expanduser().resolve(), minutes=args.minutes, seed=args.seed, force=args.force)
+    cfg = DemoConfig(
+        out=Path(args.out).expanduser().resolve(),
+        minutes=args.minutes,
+        week_s=args.week,
+        seed=args.seed,
+        force=args.force,
+        remediation=args.remediation if args.remediation is not None else DEFAULT_REMEDIATION,
+    )
     return run_demo(cfg, vllm_python=args.vllm_python)

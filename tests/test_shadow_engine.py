@@ -1,0 +1,215 @@
+"""Fast tests of the shadow engine plumbing: the vLLM command line, the 'vLLM not installed'
+message, and stopping whole process trees (real processes, no vLLM needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from shadow.engine import EngineConfig, parse_engine_args, server_command, server_env, stop_group
+from shadow.procs import ProcessSet, descendant_groups
+from shadow.venv import find_vllm_python
+from shadowreplay.errors import ConfigError, EngineNotInstalled
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cfg(**kw) -> EngineConfig:
+    return EngineConfig(model=Path("/m"), served_model_name="tiny", port=8123, **kw)
+
+
+def test_command_has_the_basics_and_only_the_flags_asked_for():
+    cmd = server_command("/v/bin/python", cfg())
+    assert cmd[:3] == ["/v/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    pairs = dict(zip(cmd[3::2], cmd[4::2]))
+    assert pairs["--model"] == "/m" and pairs["--served-model-name"] == "tiny" and pairs["--port"] == "8123"
+    assert pairs["--max-model-len"] == "8192" and pairs["--dtype"] == "bfloat16"
+    for flag in ("--max-num-batched-tokens", "--max-num-seqs", "--scheduling-policy", "--gpu-memory-utilization"):
+        assert flag not in cmd  # vLLM's own defaults unless asked
+    assert not any("chunked" in c or "prefix-caching" in c for c in cmd)
+
+
+def test_command_maps_every_engine_flag():
+    c = cfg(
+        max_num_batched_tokens=512, max_num_seqs=64, enable_chunked_prefill=True, enable_prefix_caching=False,
+        scheduling_policy="priority", long_prefill_token_threshold=256, gpu_memory_utilization=0.9,
+        extra_args=parse_engine_args("--enforce-eager --seed 3"),
+    )
+    cmd = server_command("py", c)
+    joined = " ".join(cmd)
+    assert "--max-num-batched-tokens 512" in joined and "--max-num-seqs 64" in joined
+    assert "--enable-chunked-prefill" in cmd and "--no-enable-prefix-caching" in cmd
+    assert "--scheduling-policy priority" in joined and "--long-prefill-token-threshold 256" in joined
+    assert "--gpu-memory-utilization 0.9" in joined
+    assert cmd[-3:] == ["--enforce-eager", "--seed", "3"]
+    c2 = cfg(enable_chunked_prefill=False, enable_prefix_caching=True)
+    cmd2 = server_command("py", c2)
+    assert "--no-enable-chunked-prefill" in cmd2 and "--enable-prefix-caching" in cmd2
+
+
+def test_env_sets_kv_cache_and_offline():
+    env = server_env(cfg(kv_cache_space_gib=1.5), base={})
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "1.5"
+    assert env["HF_HUB_OFFLINE"] == "1"
+    assert server_env(cfg(), base={"VLLM_CPU_KVCACHE_SPACE": "7"})["VLLM_CPU_KVCACHE_SPACE"] == "7"
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"scheduling_policy": "lifo"}, {"max_num_seqs": 0}, {"max_num_batched_tokens": -1}, {"gpu_memory_utilization": 1.5}],
+)
+def test_bad_engine_flags_are_config_errors(kw):
+    with pytest.raises(ConfigError):
+        cfg(**kw)
+
+
+def test_engine_args_unbalanced_quote():
+    with pytest.raises(ConfigError, match="--engine-args"):
+        parse_engine_args("--x 'open")
+
+
+def test_python_without_vllm_names_the_install_command(monkeypatch):
+    monkeypatch.setenv("SHADOWREPLAY_VLLM_PYTHON", sys.executable)  # the project venv: no vllm there
+    with pytest.raises(EngineNotInstalled) as e:
+        find_vllm_python()
+    msg = str(e.value)
+    assert "make setup" in msg and "scripts/install-vllm .venv-vllm" in msg and sys.executable in msg
+
+
+def test_missing_python_is_not_installed_either(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHADOWREPLAY_VLLM_PYTHON", str(tmp_path / "nope" / "python"))
+    with pytest.raises(EngineNotInstalled, match="make setup"):
+        find_vllm_python()
+
+
+@pytest.mark.parametrize("argv", [["shadow", "up", "--tiny"], ["demo", "--out", "{tmp}/demo"]])
+def test_cli_says_how_to_install_vllm(argv, tmp_path):
+    env = dict(os.environ, SHADOWREPLAY_VLLM_PYTHON=sys.executable, SHADOWREPLAY_RUN_DIR=str(tmp_path / "run"))
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    r = subprocess.run([sys.executable, "-m", "shadowreplay", *argv], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "vllm is not installed" in lines[0] and "make setup" in lines[0]
+    assert not (tmp_path / "demo").exists()  # nothing created before the check
+
+
+# ---------------------------------------------------------------------- process trees
+TREE = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys, time
+    # a child in the same group, and (optionally) one in its own session, like mitmdump under `record`
+    same = subprocess.Popen([sys.executable, "-c", "import time, signal; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)"])
+    own = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True) if sys.argv[1] == "1" else None
+    if sys.argv[2] == "stubborn":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(same.pid, own.pid if own else 0, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def spawn_tree(own_session: bool, mode: str) -> tuple[subprocess.Popen, list[int]]:
+    p = subprocess.Popen(
+        [sys.executable, "-c", TREE, "1" if own_session else "0", mode], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    pids = [int(x) for x in p.stdout.readline().split() if x != "0"]
+    return p, [p.pid, *pids]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_stop_group_escalates_to_sigkill_for_a_stubborn_tree():
+    p, pids = spawn_tree(False, "stubborn")
+    t = time.monotonic()
+    stop_group(p.pid, p, grace_s=(0.5, 0.5))
+    assert time.monotonic() - t < 15
+    assert p.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 5
+    while any(alive(x) for x in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(x) for x in pids)
+
+
+def test_process_set_stops_children_that_made_their_own_session():
+    p, pids = spawn_tree(True, "polite")
+    assert len(pids) == 3
+    assert pids[2] in descendant_groups(p.pid)
+    ps = ProcessSet()
+    ps.add("tree", p)
+    ps.stop_all()
+    deadline = time.monotonic() + 5
+    while any(alive(x) for x in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(x) for x in pids), [x for x in pids if alive(x)]
+
+
+# ---------------------------------------------------------------------- down / status without vLLM
+def run_cli(*argv, run_dir: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, SHADOWREPLAY_RUN_DIR=str(run_dir))
+    return subprocess.run([sys.executable, "-m", "shadowreplay", *argv], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_down_and_status_with_nothing_running(tmp_path):
+    r = run_cli("shadow", "status", run_dir=tmp_path)
+    assert r.returncode == 0 and "none running" in r.stdout
+    r = run_cli("shadow", "down", run_dir=tmp_path)
+    assert r.returncode == 0 and "none running" in r.stdout
+    r = run_cli("shadow", "down", "--port", "9", run_dir=tmp_path)
+    assert r.returncode == 2 and "no shadow" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_down_stops_the_process_named_in_the_state_file_and_ignores_reused_pids(tmp_path):
+    from shadow import state
+
+    p, pids = spawn_tree(False, "polite")
+    st = state.ShadowState(
+        pid=p.pid, port=18999, host="127.0.0.1", url="http://127.0.0.1:18999", model="/m", served_model_name="m",
+        log=str(tmp_path / "x.log"), started_at="now", start_ticks=state.proc_start_ticks(p.pid),
+    )
+    state.save(st, tmp_path)
+    # a stale record naming a live but different process (pid reused): must not be signalled
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    stale = state.ShadowState(**{**st.__dict__, "pid": other.pid, "port": 18998, "start_ticks": 1})
+    state.save(stale, tmp_path)
+    try:
+        r = run_cli("shadow", "status", run_dir=tmp_path)
+        assert "18999" in r.stdout and "not running (stale)" in r.stdout
+        r = run_cli("shadow", "down", "--all", run_dir=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "port 18999 stopped" in r.stdout and "18998 was not running" in r.stdout
+        p.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while any(alive(x) for x in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(x) for x in pids)
+        assert alive(other.pid)
+        assert not list(tmp_path.glob("shadow-*.json"))
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_state_files_are_json(tmp_path):
+    from shadow import state
+
+    st = state.ShadowState(1, 2, "h", "u", "m", "n", "l", "s", None)
+    path = state.save(st, tmp_path)
+    assert json.loads(path.read_text())["port"] == 2
+    (tmp_path / "shadow-3.json").write_text("{broken")
+    assert [s.port for _, s in state.load_all(tmp_path)] == [2]
