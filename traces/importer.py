@@ -165,7 +165,7 @@ class HourWriter:
     """Holds the newest hour until the trace moves past it, then writes whole hours. Writing runs
     in a background thread (Parquet encoding releases the GIL) so it overlaps reading."""
 
-    def __init__(self, out: Path, meta: dict[str, str], flush_rows: int = 4_000_000):
+    def __init__(self, out: Path, meta: dict[str, str], flush_rows: int = 4_000_000, flush_bytes: int = 256 << 20):
         from concurrent.futures import ThreadPoolExecutor
 
         self.out = out
@@ -174,6 +174,7 @@ class HourWriter:
         self.pending_hours: list[np.ndarray] = []
         self.pending_rows = 0
         self.flush_rows = flush_rows
+        self.flush_bytes = flush_bytes  # big bodies (synthesized text): write before the hour ends
         self.written = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-writer")
         self._inflight: list = []
@@ -186,7 +187,7 @@ class HourWriter:
         self.pending_rows += t.num_rows
         last = self.pending_hours[-1][-1]
         hours = np.concatenate(self.pending_hours) if len(self.pending_hours) > 1 else self.pending_hours[0]
-        if self.pending_rows >= self.flush_rows:
+        if self.pending_rows >= self.flush_rows or sum(t.nbytes for t in self.pending) >= self.flush_bytes:
             self._write(pa.concat_tables(self.pending), hours)
             self.pending, self.pending_hours, self.pending_rows = [], [], 0
             return
