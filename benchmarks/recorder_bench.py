@@ -1,0 +1,326 @@
+"""Recorder benchmark: direct vs bare mitmdump vs mitmdump + recorder, side by side in one run.
+
+    .venv/bin/python benchmarks/recorder_bench.py [--runs 3] [--seconds 5] [--concurrency 32]
+        [--rate 100] [--check-rate 1000] [--check-seconds 10] [--json out.json]
+
+Starts tests/sse_server.py (a vLLM-like SSE server, no delays) and three front doors:
+  direct            the server itself
+  mitm-bare         mitmdump --mode reverse:SERVER (buffers response bodies, its default)
+  mitm-bare-stream  the same with stream_large_bodies=1 (streams every body, as the recorder does)
+  mitm-recorder     mitmdump -s recorder/record_addon.py (streams, records, scrubs, writes Parquet)
+Each run measures, per front door and interleaved:
+  throughput  closed loop, --concurrency connections, --seconds: completed chat streams per second
+  latency     open loop at --rate req/s: TTFT (first content event) and total, p50/p99, in ms
+Then a recording check: open loop at --check-rate req/s for --check-seconds through the recorder;
+afterwards the recorder is stopped (SIGINT) and its status file and DuckDB row count are compared
+with the requests sent. Figures are medians over --runs. The client is a lean asyncio HTTP/1.1
+client (keep-alive, chunked), so the load generator is not the bottleneck it would be with httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+MITMDUMP = str(Path(PY).parent / "mitmdump")
+
+BODY = json.dumps(
+    {
+        "model": "fake-llm",
+        "messages": [{"role": "user", "content": "Write a short note to jane.doe@example.com about the quarterly numbers."}],
+        "max_tokens": 8,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+).encode()
+
+
+def request_bytes(host: str) -> bytes:
+    return (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+        f"authorization: Bearer sk-bench-0123456789abcdef\r\ncontent-length: {len(BODY)}\r\n\r\n"
+    ).encode() + BODY
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"process exited early: {proc.args}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"port {port} did not open")
+
+
+# ---------------------------------------------------------------- client
+class Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.r = reader
+        self.w = writer
+
+
+async def connect(port: int) -> Conn:
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    return Conn(r, w)
+
+
+async def do_request(conn: Conn, payload: bytes) -> tuple[float, float]:
+    """(ttft_s, total_s); raises on protocol errors."""
+    t0 = time.perf_counter()
+    conn.w.write(payload)
+    head = await conn.r.readuntil(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(head[:40])
+    ttft = None
+    low = head.lower()
+    if b"transfer-encoding: chunked" in low:
+        while True:
+            line = await conn.r.readuntil(b"\r\n")
+            size = int(line.split(b";")[0], 16)
+            data = await conn.r.readexactly(size + 2)
+            if ttft is None and b'"content"' in data:
+                ttft = time.perf_counter() - t0
+            if size == 0:
+                break
+    else:
+        i = low.index(b"content-length:")
+        n = int(low[i + 15 : low.index(b"\r\n", i)])
+        await conn.r.readexactly(n)
+        ttft = time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    return (ttft if ttft is not None else total), total
+
+
+async def closed_loop(port: int, concurrency: int, seconds: float) -> dict:
+    payload = request_bytes(f"127.0.0.1:{port}")
+    done = 0
+    errors = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done, errors
+        try:
+            conn = await connect(port)
+        except OSError:
+            errors += 1
+            return
+        while time.perf_counter() < stop_at:
+            try:
+                await do_request(conn, payload)
+                done += 1
+            except Exception:
+                errors += 1
+                conn.w.close()
+                try:
+                    conn = await connect(port)
+                except OSError:
+                    return
+        conn.w.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return {"rps": done / (time.perf_counter() - t0), "done": done, "errors": errors}
+
+
+async def open_loop(port: int, rate: float, seconds: float, max_conns: int = 256) -> dict:
+    """Sends at fixed times (rate/s). At most max_conns connections; when all are busy a request
+    waits for one, and that wait counts in its latency (no coordinated omission)."""
+    payload = request_bytes(f"127.0.0.1:{port}")
+    pool: asyncio.Queue[Conn | None] = asyncio.Queue()
+    for _ in range(max_conns):
+        pool.put_nowait(None)  # a slot without a connection yet
+    ttfts: list[float] = []
+    totals: list[float] = []
+    errors = 0
+    late: list[float] = []
+    n = int(rate * seconds)
+    start = time.perf_counter() + 0.05
+
+    async def one(target: float) -> None:
+        nonlocal errors
+        conn = await pool.get()
+        try:
+            if conn is None:
+                conn = await connect(port)
+            waited = time.perf_counter() - target
+            a, b = await do_request(conn, payload)
+            ttfts.append(a + waited)
+            totals.append(b + waited)
+            pool.put_nowait(conn)
+        except Exception:
+            errors += 1
+            if conn is not None:
+                conn.w.close()
+            pool.put_nowait(None)
+
+    tasks = []
+    for i in range(n):
+        target = start + i / rate
+        d = target - time.perf_counter()
+        if d > 0:
+            await asyncio.sleep(d)
+        late.append(time.perf_counter() - target)
+        tasks.append(asyncio.create_task(one(target)))
+    await asyncio.gather(*tasks)
+    while not pool.empty():
+        c = pool.get_nowait()
+        if c is not None:
+            c.w.close()
+
+    def q(xs: list[float], p: float) -> float:
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(p * len(xs)))] * 1000 if xs else float("nan")
+
+    elapsed = time.perf_counter() - start
+    return {
+        "sent": n,
+        "ok": len(totals),
+        "errors": errors,
+        "achieved_rps": len(totals) / elapsed,
+        "send_lag_p99_ms": q(late, 0.99),
+        "ttft_p50_ms": q(ttfts, 0.5),
+        "ttft_p99_ms": q(ttfts, 0.99),
+        "total_p50_ms": q(totals, 0.5),
+        "total_p99_ms": q(totals, 0.99),
+    }
+
+
+# ---------------------------------------------------------------- processes
+def start(cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=REPO, env=env)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--rate", type=float, default=100.0)
+    ap.add_argument("--check-rate", type=float, default=1000.0)
+    ap.add_argument("--check-seconds", type=float, default=10.0)
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="recorder-bench-"))
+    keydir = tmp / "keys"
+    keydir.mkdir()
+    (keydir / "scrub.key").write_bytes(os.urandom(32).hex().encode())
+    out = tmp / "data"
+    srv_port = free_port()
+    procs: dict[str, subprocess.Popen] = {}
+    ports = {"direct": srv_port}
+    procs["server"] = start([PY, "tests/sse_server.py", "--port", str(srv_port)], tmp / "server.log")
+    wait_port(srv_port, procs["server"])
+    common = ["--mode", f"reverse:http://127.0.0.1:{srv_port}", "--listen-host", "127.0.0.1",
+              "--set", "flow_detail=0", "--set", "connection_strategy=lazy"]
+    fronts = {
+        "mitm-bare": [],
+        "mitm-bare-stream": ["--set", "stream_large_bodies=1"],
+        "mitm-recorder": ["-s", str(REPO / "recorder" / "record_addon.py"), "--set", f"shadowreplay_out={out}",
+                          "--set", f"shadowreplay_key_file={keydir / 'scrub.key'}"],
+    }
+    for name, extra in fronts.items():
+        ports[name] = free_port()
+        procs[name] = start([MITMDUMP, *common, "--listen-port", str(ports[name]), *extra], tmp / f"{name}.log")
+    for name in fronts:
+        wait_port(ports[name], procs[name])
+    deadline = time.monotonic() + 60
+    while not (out / "recorder_status.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sent_to_recorder = 0
+    results: dict[str, list[dict]] = {k: [] for k in ports}
+    try:
+        for name, port in ports.items():  # warm-up
+            w = asyncio.run(closed_loop(port, 4, 0.5))
+            if name == "mitm-recorder":
+                sent_to_recorder += w["done"]
+        for run in range(a.runs):
+            for name, port in ports.items():
+                tp = asyncio.run(closed_loop(port, a.concurrency, a.seconds))
+                lat = asyncio.run(open_loop(port, a.rate, a.seconds))
+                results[name].append({**tp, **{f"lat_{k}": v for k, v in lat.items()}})
+                if name == "mitm-recorder":
+                    sent_to_recorder += tp["done"] + lat["ok"]
+                print(f"run {run + 1} {name:17s} {tp['rps']:7.0f} req/s  ttft p50 {lat['ttft_p50_ms']:.2f} "
+                      f"p99 {lat['ttft_p99_ms']:.2f}  total p50 {lat['total_p50_ms']:.2f} p99 {lat['total_p99_ms']:.2f} ms"
+                      f"  errors {tp['errors'] + lat['errors']}", flush=True)
+        check = asyncio.run(open_loop(ports["mitm-recorder"], a.check_rate, a.check_seconds))
+        sent_to_recorder += check["ok"]
+        print(f"check at {a.check_rate:.0f} req/s through the recorder: {check}", flush=True)
+    finally:
+        for name in ("mitm-bare", "mitm-bare-stream", "mitm-recorder", "server"):
+            stop(procs[name])
+    status = json.loads((out / "recorder_status.json").read_text())
+    import duckdb
+
+    rows = duckdb.connect().execute(f"select count(*) from read_parquet('{out}/requests/**/*.parquet')").fetchone()[0]
+    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in results.items()}
+    bare_s = med["mitm-bare-stream"]
+    bare_b = med["mitm-bare"]
+    recm = med["mitm-recorder"]
+    summary = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}",
+        "args": vars(a) | {"json": str(a.json) if a.json else None},
+        "medians": med,
+        "throughput_cost_vs_bare_stream": 1 - recm["rps"] / bare_s["rps"],
+        "throughput_cost_vs_bare": 1 - recm["rps"] / bare_b["rps"],
+        "added_ttft_p99_ms_vs_bare_stream": recm["lat_ttft_p99_ms"] - bare_s["lat_ttft_p99_ms"],
+        "added_ttft_p50_ms_vs_bare_stream": recm["lat_ttft_p50_ms"] - bare_s["lat_ttft_p50_ms"],
+        "added_ttft_p99_ms_vs_direct": recm["lat_ttft_p99_ms"] - med["direct"]["lat_ttft_p99_ms"],
+        "check": check,
+        "recorder_status": status,
+        "recorded_rows": rows,
+        "completed_through_recorder": sent_to_recorder,
+    }
+    print()
+    print("| front door | req/s (closed loop) | TTFT p50 | TTFT p99 | total p50 | total p99 |")
+    print("|---|---|---|---|---|---|")
+    for k, m in med.items():
+        print(f"| {k} | {m['rps']:.0f} | {m['lat_ttft_p50_ms']:.2f} | {m['lat_ttft_p99_ms']:.2f} | "
+              f"{m['lat_total_p50_ms']:.2f} | {m['lat_total_p99_ms']:.2f} |")
+    print()
+    for k in ("throughput_cost_vs_bare_stream", "throughput_cost_vs_bare", "added_ttft_p50_ms_vs_bare_stream",
+              "added_ttft_p99_ms_vs_bare_stream", "added_ttft_p99_ms_vs_direct"):
+        print(f"{k}: {summary[k]:.3f}")
+    submitted = status["submitted"] + status["dropped_queue_full"]
+    print(f"recorder: {sent_to_recorder} requests completed by the client, {submitted} exchanges seen, "
+          f"{status['dropped_queue_full']} dropped (queue full), {status['dropped_write_failed']} dropped (write), "
+          f"{rows} rows on disk")
+    if a.json:
+        a.json.write_text(json.dumps(summary, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
