@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 
 from . import fmt
-from .session import Sources, has_column_data, materialize, query
+from .session import Sources, has_column_data, materialize, query, scalar
 from .units import format_duration
 
 KEY = ("kind", "model", "client_id")
@@ -26,7 +26,9 @@ def _q(v, i):
 
 def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
     notes: list[str] = []
-    itl_rows = query(con, "itl")  # before materialize(): the only query that reads the itl_ms lists
+    # Before materialize(): the only query that reads the itl_ms lists, and only when there are some.
+    any_itl = scalar(con, "SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)")
+    itl_rows = query(con, "itl") if any_itl else []
     n = materialize(con, keep or KEEP)
     result: dict[str, Any] = {"table": table, "sources": src.describe(), "requests": n, "slo_ms": slo, "window_s": window_s}
     if n == 0:

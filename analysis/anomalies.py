@@ -72,7 +72,8 @@ def _off(s: float) -> str:
 def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams) -> dict[str, Any]:
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
-    n = materialize(con, ["t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "client_id", "route"])
+    # who = client, else route: folded once here so only one string column is kept in memory.
+    n = materialize(con, ["t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
     res["requests"] = n
     if n == 0:
         res["notes"] = [f"{table} holds no rows"]

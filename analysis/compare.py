@@ -10,7 +10,7 @@ from shadowreplay.errors import DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
-from .session import choose_table, connect, find_sources, has_column_data, query, register_lat, register_views
+from .session import choose_table, connect, find_sources, has_column_data, query, register_lat, register_views, scalar
 from .units import format_duration
 
 NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
@@ -29,7 +29,7 @@ def _side(con, path: str, schema: str, other_paths: list[str]) -> dict[str, Any]
     table = choose_table(src, None)
     register_views(con, src, schema)
     register_lat(con, src, table, schema)
-    n = con.execute(f"SELECT count(*) FROM {schema}.lat").fetchone()[0]
+    n = scalar(con, f"SELECT count(*) FROM {schema}.lat")
     return {"path": path, "table": table, "sources": src.describe(), "requests": n}
 
 
@@ -42,7 +42,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None) -> di
         if s["requests"] == 0:
             notes.append(f"{s['path']}: {s['table']} holds no rows")
     params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
-    span = con.execute("SELECT max(epoch(t)) - min(epoch(t)) FROM a.lat").fetchone()[0] or 0.0
+    span = scalar(con, "SELECT max(epoch(t)) - min(epoch(t)) FROM a.lat") or 0.0
     bucket = bucket_s or _nice_bucket(span)
     params["cmp_bucket_s"] = bucket
     sides = {}

@@ -99,7 +99,7 @@ def _heatmap(con, an, period, bucket) -> str:
                 tips[d][k] = f"{slot_label(r['slot'], period, bucket)}: TP99 {svg.fmt_num(r['tp99'] or 0)} ms, mean prompt {svg.fmt_num(r['mean_prompt'] or 0)}, {r['requests']} requests"
         cols = [f"{int(k * bucket // 3600):02d}h" if (k * bucket) % 3600 == 0 else "" for k in range(per_day)]
         return svg.heatmap(list(WEEKDAYS), cols, vals, tips=tips)
-    cells = con.execute("SELECT period_no, slot, tp99, mean_prompt, n FROM fold_cells ORDER BY period_no, slot").fetchall()
+    cells = [(r["period_no"], r["slot"], r["tp99"], r["mean_prompt"], r["n"]) for r in query(con, "fold_cells_list")]
     periods = sorted({c[0] for c in cells})[-60:]
     idx = {p: i for i, p in enumerate(periods)}
     vals = [[None] * n_slots for _ in periods]
@@ -126,7 +126,7 @@ def _scatter_ttft(con) -> str:
 
 
 def _batch_plot(con) -> str:
-    rows = con.execute("SELECT running, p99_ms, waiting FROM engine_windows WHERE running IS NOT NULL AND p99_ms IS NOT NULL USING SAMPLE reservoir(3000 ROWS) REPEATABLE (7)").fetchall()
+    rows = [(r["running"], r["p99_ms"], r["waiting"]) for r in query(con, "engine_sample")]
     if not rows:
         return _card("Batch size vs latency", "", '<p class="muted">engine_metrics hold no vLLM running/waiting gauges overlapping the requests.</p>')
     pts = [(r[0], r[1], 1 if (r[2] or 0) > 0 else 0) for r in rows]

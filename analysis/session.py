@@ -101,6 +101,7 @@ def find_sources(paths: list[str | os.PathLike], follow_manifest: bool = True) -
 
 def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     if memory_limit:
@@ -219,8 +220,16 @@ def open_dataset(paths: list[str], table: str | None = None, threads: int | None
     return con, src, t
 
 
+def scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The single value of a query; a read failure (corrupt file...) becomes a DatasetError."""
+    try:
+        return con.execute(sql).fetchone()[0]
+    except duckdb.Error as e:
+        raise DatasetError(f"cannot read the dataset: {first_line(e)}") from None
+
+
 def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat") -> bool:
-    return bool(con.execute(f"SELECT count({expr}) > 0 FROM {view}").fetchone()[0])
+    return bool(scalar(con, f"SELECT count({expr}) > 0 FROM {view}"))
 
 
 def engine_metrics_present(src: Sources) -> bool:

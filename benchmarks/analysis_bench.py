@@ -37,8 +37,8 @@ def generate(root: Path, rows: int) -> None:
     print(f"generated {rows:,} rows in {time.perf_counter() - t:.0f} s into {root}", file=sys.stderr)
 
 
-def measure(argv: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, stdout) of one run of a command."""
+def measure(argv: list[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds, peak RSS in MiB, stdout) of one run of a command."""
     t = time.perf_counter()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = "", ""
@@ -50,7 +50,7 @@ def measure(argv: list[str]) -> tuple[float, float, str]:
     dt = time.perf_counter() - t
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {err.strip()[-500:]}")
-    return dt, ru.ru_maxrss / 1024, out
+    return dt, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out
 
 
 def main() -> int:
@@ -60,10 +60,13 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=REPO / ".cache" / "bench-analysis")
     ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     ap.add_argument("--memory-limit", help="DuckDB memory limit passed to the commands")
+    ap.add_argument("--generate-only", action="store_true")
     args = ap.parse_args()
     root = args.data / f"rows-{args.rows}"
     if not (root / ".complete").exists():
         generate(root, args.rows)
+    if args.generate_only:
+        return 0
     exe = str(REPO / ".venv" / "bin" / "shadowreplay")
     extra = (["--threads", str(args.threads)] if args.threads else []) + (["--memory-limit", args.memory_limit] if args.memory_limit else [])
     cases = {
@@ -72,20 +75,21 @@ def main() -> int:
     }
     files = sum(1 for _ in (root / "requests").rglob("*.parquet"))
     size = sum(p.stat().st_size for p in (root / "requests").rglob("*.parquet")) / 2**20
-    print(f"| command | rows | runs | median s | min s | max s | peak RSS MiB (max) |")
-    print(f"|---|---|---|---|---|---|---|")
+    print("| command | rows | runs | median wall s | min s | max s | median CPU s | peak RSS MiB (max) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, argv in cases.items():
-        secs, mems = [], []
+        secs, cpus, mems = [], [], []
         for _ in range(args.runs):
-            s, m, out = measure(argv)
+            s, c, m, out = measure(argv)
             secs.append(s)
+            cpus.append(c)
             mems.append(m)
         if name == "analyze anomalies":
             import json
 
             found = [a["label"] for a in json.loads(out)["anomalies"]]
             print(f"<!-- anomalies found: {found} -->")
-        print(f"| `{name}` | {args.rows:,} | {args.runs} | {statistics.median(secs):.2f} | {min(secs):.2f} | {max(secs):.2f} | {max(mems):.0f} |")
+        print(f"| `{name}` | {args.rows:,} | {args.runs} | {statistics.median(secs):.2f} | {min(secs):.2f} | {max(secs):.2f} | {statistics.median(cpus):.2f} | {max(mems):.0f} |")
     print(f"\ndataset: {files} Parquet files, {size:.0f} MiB; machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the end; python {platform.python_version()}")
     return 0

@@ -1,5 +1,7 @@
 -- Windowed SLO compliance: the share of windows (window_s seconds, by request start) whose P95
--- of each SLO metric met its SLO. A failed request counts as infinitely slow.
+-- met every SLO set. "P95 met" means at least 95% of the window's requests met it (the P95 by
+-- nearest rank is within the SLO); a failed request never meets it. Counting instead of a
+-- per-window quantile keeps this one cheap pass over ten million rows.
 -- Parameters: window_s, slo_ttft_ms, slo_e2e_ms, slo_itl_ms.
 WITH w AS (
     SELECT
@@ -8,9 +10,10 @@ WITH w AS (
         model,
         client_id,
         floor(epoch(t) / getvariable('window_s')) AS win,
-        quantile_cont(CASE WHEN failed THEN 'inf'::DOUBLE ELSE coalesce(ttft_ms, e2e_ms) END, 0.95) AS p95_ttft,
-        quantile_cont(CASE WHEN failed THEN 'inf'::DOUBLE ELSE e2e_ms END, 0.95) AS p95_e2e,
-        quantile_cont(CASE WHEN failed THEN 'inf'::DOUBLE ELSE tpot_ms END, 0.95) AS p95_itl
+        count(*) AS n,
+        count(*) FILTER (WHERE NOT failed AND coalesce(ttft_ms, e2e_ms) <= getvariable('slo_ttft_ms')) AS ok_ttft,
+        count(*) FILTER (WHERE NOT failed AND e2e_ms <= getvariable('slo_e2e_ms')) AS ok_e2e,
+        count(*) FILTER (WHERE NOT failed AND tpot_ms <= getvariable('slo_itl_ms')) AS ok_itl
     FROM lat
     GROUP BY GROUPING SETS ((kind, model, client_id, win), (win))
 )
@@ -20,10 +23,9 @@ SELECT
     model,
     client_id,
     count(*) AS windows,
-    avg(coalesce(
-        (getvariable('slo_ttft_ms') IS NULL OR p95_ttft <= getvariable('slo_ttft_ms'))
-        AND (getvariable('slo_e2e_ms') IS NULL OR p95_e2e <= getvariable('slo_e2e_ms'))
-        AND (getvariable('slo_itl_ms') IS NULL OR p95_itl <= getvariable('slo_itl_ms')),
-        false)::INT) AS compliance
+    avg((
+        (getvariable('slo_ttft_ms') IS NULL OR 100 * ok_ttft >= 95 * n)
+        AND (getvariable('slo_e2e_ms') IS NULL OR 100 * ok_e2e >= 95 * n)
+        AND (getvariable('slo_itl_ms') IS NULL OR 100 * ok_itl >= 95 * n))::INT) AS compliance
 FROM w
 GROUP BY ALL;
