@@ -218,10 +218,13 @@ def main() -> None:
                     else:
                         pacing = {"shadowreplay": "timerfd", "shadowreplay-spin": "spin", "shadowreplay-sleep": "sleep"}[tool]
                         r = run_ours(rec, tmp, sched, pacing)
+                    r["load1"] = os.getloadavg()[0]
                     results.setdefault(name, {}).setdefault(tool, []).append(r)
                     print(f"{name} run {run + 1} {tool}: " + json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)
     print()
-    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); medians of {args.runs} runs")
+    loads = [r["load1"] for per in results.values() for runs in per.values() for r in runs]
+    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); medians of {args.runs} runs; "
+          f"1-min load average during the runs {min(loads):.1f}-{max(loads):.1f}")
     print("| schedule | tool | requests | server-side lag p50 / p99 / max (ms) | late >1 / >10 ms | achieved rate (/s) | self-reported lag p50 / p99 / max (ms) |")
     print("|---|---|---|---|---|---|---|")
     for name, per_tool in results.items():
