@@ -40,6 +40,12 @@ class SseParser:
             chunk = chunk[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
         buf = self._buf + chunk
+        if b"\r" not in buf:  # fast path: LF-only streams (vLLM, OpenAI)
+            lines = buf.split(b"\n")
+            self._buf = lines.pop()
+            for ln in lines:
+                self._line(ln, t, out)
+            return out
         start = 0
         n = len(buf)
         i = 0
