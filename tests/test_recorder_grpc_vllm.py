@@ -1,0 +1,133 @@
+"""The gRPC recorder in front of vLLM's own gRPC server (`vllm.entrypoints.grpc_server`, service
+`vllm.grpc.engine.VllmEngine`, needs `smg-grpc-servicer` in .venv-vllm) serving the tiny model:
+the real mitmdump records a streaming Generate over h2c."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.conftest import free_port
+from tests.test_recorder_grpc_e2e import read_rows, start_mitmdump, stop_mitmdump
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+
+PROMPT = "Hello, my name is Maria Gonzalez and my email is maria.gonzalez@example.org. Tell me a story."
+
+
+def vllm_protos(vllm_python: Path):
+    """vllm_engine_pb2(_grpc), generated from the .proto files smg-grpc-proto ships in .venv-vllm."""
+    r = subprocess.run(
+        [str(vllm_python), "-c", "import os, smg_grpc_proto as m; print(os.path.join(os.path.dirname(m.__file__), 'proto'))"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if r.returncode != 0:
+        pytest.fail(f"smg-grpc-servicer is not installed in {vllm_python}: pip install smg-grpc-servicer")
+    proto_dir = Path(r.stdout.strip())
+    from grpc_tools import protoc
+
+    out = Path(tempfile.mkdtemp(prefix="vllm_pb2_"))
+    include = Path(protoc.__file__).parent / "_proto"
+    args = ["protoc", f"-I{proto_dir}", f"-I{include}", f"--python_out={out}", f"--grpc_python_out={out}"]
+    assert protoc.main(args + [str(proto_dir / "common.proto"), str(proto_dir / "vllm_engine.proto")]) == 0
+    sys.path.insert(0, str(out))
+    import vllm_engine_pb2
+    import vllm_engine_pb2_grpc
+
+    return vllm_engine_pb2, vllm_engine_pb2_grpc
+
+
+@pytest.fixture(scope="module")
+def vllm_grpc(vllm_python):
+    from shadow.tiny_model import build_tiny_model
+
+    model = build_tiny_model(python=vllm_python)
+    pb2, pb2_grpc = vllm_protos(vllm_python)
+    port = free_port()
+    log = tempfile.TemporaryFile()
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
+    proc = subprocess.Popen(
+        [str(vllm_python), "-m", "vllm.entrypoints.grpc_server", "--model", str(model), "--host", "127.0.0.1",
+         "--port", str(port), "--max-model-len", "2048", "--dtype", "bfloat16"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 780  # vLLM warms up ~1-2 min alone, far longer on a busy CPU
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stub = pb2_grpc.VllmEngineStub(ch)
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    pytest.fail(f"vLLM gRPC server exited {proc.returncode}: {log.read().decode()[-3000:]}")
+                try:
+                    if stub.HealthCheck(pb2.HealthCheckRequest(), timeout=2).healthy:
+                        break
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail("vLLM gRPC server did not become healthy in 780 s")
+                time.sleep(1)
+        yield port, pb2, pb2_grpc
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_vllm_grpc_generate_recorded(vllm_grpc, tmp_path_factory):
+    port, pb2, pb2_grpc = vllm_grpc
+    keys = tmp_path_factory.mktemp("keys")
+    key_file = keys / "scrub.key"
+    key_file.write_bytes(b"grpc-vllm-test-key-0123456789abcdef")
+    out = tmp_path_factory.mktemp("grpc_vllm_out")
+    proc, pport = start_mitmdump(f"http://127.0.0.1:{port}", out, key_file)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{pport}") as ch:
+            grpc.channel_ready_future(ch).result(timeout=30)
+            stub = pb2_grpc.VllmEngineStub(ch)
+            warm = pb2.GenerateRequest(
+                request_id="warm-up", text="hello", stream=True, sampling_params=pb2.SamplingParams(max_tokens=2)
+            )
+            list(stub.Generate(warm, timeout=120))
+            req = pb2.GenerateRequest(
+                request_id="rec-test-1", text=PROMPT, stream=True,
+                sampling_params=pb2.SamplingParams(max_tokens=12, min_tokens=12, ignore_eos=True, temperature=0.0),
+            )  # fmt: skip
+            t0 = time.time()
+            times, msgs = [], []
+            call = stub.Generate(req, timeout=120)
+            for m in call:
+                times.append(time.time())
+                msgs.append(m)
+            assert call.code() == grpc.StatusCode.OK
+    finally:
+        err = stop_mitmdump(proc)
+    rows = read_rows(out)
+    assert len(rows) == 2, err[-2000:]
+    r = max(rows, key=lambda x: x["ts_start"])
+    assert (r["grpc_service"], r["grpc_method"], r["grpc_status"]) == ("vllm.grpc.engine.VllmEngine", "Generate", 0)
+    assert r["chunks"] == len(msgs) >= 2 and len(r["itl_ms"]) == len(msgs) - 1
+    client_ttft = (times[0] - t0) * 1000
+    assert 0 <= client_ttft - r["ttft_ms"] < 50, (r["ttft_ms"], client_ttft)
+    sent = pb2.GenerateRequest.FromString(r["grpc_messages"][0]["data"])
+    assert sent.request_id == "rec-test-1" and sent.sampling_params.max_tokens == 12
+    assert len(sent.text) == len(PROMPT) and "maria.gonzalez@example.org" not in sent.text
+    assert "Maria" not in sent.text
+    got = [pb2.GenerateResponse.FromString(m["data"]) for m in r["grpc_messages"][1:]]
+    assert got == msgs  # token ids are numbers: recorded exactly
+    tokens = sum(len(g.chunk.token_ids) for g in got if g.HasField("chunk"))
+    tokens += sum(len(g.complete.output_ids) for g in got if g.HasField("complete") and not tokens)
+    assert tokens >= 12
+    assert b"maria" not in repr(r).encode().lower()
