@@ -121,3 +121,32 @@ def test_offsets_scale_with_speed():
     assert offsets_ns(tbl, 2.0) == [0, 50_000_000, 500_000_000]
     with pytest.raises(ConfigError):
         offsets_ns(tbl, 0)
+
+
+def test_progress_line_on_tty_only():
+    import asyncio
+    import io
+
+    from replayer.progress import Progress
+
+    snap = {"sent": 3, "total": 10, "in_flight": 2, "done": 1, "errors": 0, "lag_ms": 0.25}
+    quiet = Progress(lambda: snap, stream=io.StringIO())
+    assert not quiet.enabled  # StringIO is not a TTY
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    p = Progress(lambda: snap, interval_s=0.01, stream=out)
+    assert p.enabled
+
+    async def go():
+        p.start()
+        while "sent" not in out.getvalue():
+            await asyncio.sleep(0.01)
+        p.stop()
+
+    asyncio.run(asyncio.wait_for(go(), 5))
+    assert "sent 3/10  in flight 2  done 1  errors 0  lag 0.25 ms" in out.getvalue()
+    assert out.getvalue().endswith("\n")
