@@ -6,9 +6,10 @@ an incremental parser cuts the bytes into gRPC messages and timestamps each one.
 trailers come from the `response` hook. The finished call goes to the shared recorder's bounded
 queue (`Recorder.submit`), which never blocks; scrubbing happens in its writer thread.
 
-Use it after the HTTP recorder, which skips gRPC flows:
+The HTTP Recorder skips gRPC flows. Put GrpcRecorder before it, so that at shutdown its `done`
+(which records the calls still in flight) runs before the Recorder's `done` closes the writer:
 
-    rec = Recorder(); addons = [H2CUpgrade(), rec, GrpcRecorder(rec)]
+    rec = Recorder(); addons = [H2CUpgrade(), GrpcRecorder(rec), rec]
 """
 
 from __future__ import annotations
