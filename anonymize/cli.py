@@ -47,8 +47,14 @@ def run(args: argparse.Namespace) -> int:
 def scrub_stream(scrubber, src: BinaryIO, dst: BinaryIO, err) -> tuple[int, int]:
     """Scrub src line by line into dst. Returns (lines, warnings). Never echoes input to `err`."""
     import json
+    import os
 
     lines = warnings = 0
+    # a pipe or terminal gets each line as soon as it is scrubbed; a file is written in blocks
+    try:
+        interactive = not os.path.isfile(f"/proc/self/fd/{src.fileno()}")
+    except (AttributeError, OSError, ValueError):
+        interactive = True
     for lineno, raw in enumerate(src, 1):
         lines += 1
         line = raw.rstrip(b"\r\n")
@@ -76,5 +82,7 @@ def scrub_stream(scrubber, src: BinaryIO, dst: BinaryIO, err) -> tuple[int, int]
             warnings += 1
             out = json.dumps(scrubber.scrub_text(text).text, ensure_ascii=False)
         dst.write(out.encode("utf-8", "surrogatepass") + b"\n")
+        if interactive:
+            dst.flush()
     dst.flush()
     return lines, warnings

@@ -403,7 +403,7 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
     "call me": (re.compile(r"(?i:call me)[ \t]{1,4}" + _NAME_WORDS), True),
     "regards,": (re.compile(r"(?i:regards),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
     "sincerely,": (re.compile(r"(?i:sincerely),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
-    "dear ": (re.compile(r"(?i:dear)[ \t]{1,4}(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})?" + _NAME_WORDS), True),
+    "dear ": (re.compile(r"(?i:dear)[ \t]{1,4}(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})?" + _NAME_WORDS), True),
     "i am ": (re.compile(r"I am[ \t]{1,4}" + _NAME_WORDS), False),
     "i'm ": (re.compile(r"I'm[ \t]{1,4}" + _NAME_WORDS), False),
     "i\u2019m ": (re.compile(r"I\u2019m[ \t]{1,4}" + _NAME_WORDS), False),
@@ -411,7 +411,7 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
     "hi ": (re.compile(r"(?i:hi)[ \t]{1,4}" + _NAME_WORDS), False),
     "hello ": (re.compile(r"(?i:hello)[ \t]{1,4}" + _NAME_WORDS), False),
 }
-_EN_TITLE = re.compile(r"(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4}(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
+_EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
 _CN_STOP = frozenset(
     "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
@@ -437,6 +437,9 @@ def _cn_name_at(text: str, i: int) -> int:
 def _add_en_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> None:
     words = m.group("name").split()
     start = m.start("name")
+    # after a title the span starts at the title ("Mr. Brown"): the substitute keeps the title
+    # and draws the name from surnames
+    title_start = m.start("title") if "title" in m.re.groupindex and m.group("title") else -1
     if not strong and words[0] not in EN_FIRST:
         return
     if words[0] in EN_NOT_NAMES:
@@ -447,7 +450,7 @@ def _add_en_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> None:
             break
         keep.append(w)
     end = text.find(keep[-1], start) + len(keep[-1])
-    out.append(Span(start, end, PERSON))
+    out.append(Span(title_start if title_start >= 0 else start, end, PERSON))
 
 
 def _names(text: str, lo: str, out: list[Span]) -> None:

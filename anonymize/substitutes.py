@@ -17,7 +17,9 @@ from . import detectors as D
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
 from .keyedrandom import KeyedRandom
 from .checksums import gb11643_check, iban_check_digits, luhn_check_digit
-from .gazetteer import CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_GIVEN_CHARS, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN
+from .gazetteer import (
+    CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, TITLES,
+)
 
 _CN_PROVINCES = (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65)
 _DATE0 = _dt.date(1950, 1, 1).toordinal()
@@ -184,8 +186,17 @@ class Substituter:
             return self._cn_name(orig, rng)
         out = []
         words = orig.split(" ")
+        surname_only = False
+        if words[0].rstrip(".") in TITLES:  # "Mr. Brown": keep the title, the rest are surnames
+            out.append(words[0])
+            words = words[1:]
+            surname_only = True
         for i, w in enumerate(words):
-            pool = (EN_FIRST_BY_LEN if i == 0 else EN_LAST_BY_LEN).get(len(w)) if w.isalpha() else None
+            if not w:  # repeated spaces after a title
+                out.append(w)
+                continue
+            first = i == 0 and not surname_only
+            pool = (EN_FIRST_BY_LEN if first else EN_LAST_BY_LEN).get(len(w)) if w.isalpha() else None
             if pool and len(pool) >= 4:
                 choice = rng.choice(pool)
                 if choice.lower() == w.lower():

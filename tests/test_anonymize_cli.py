@@ -98,3 +98,35 @@ def test_identical_across_processes_and_hash_seeds_other_key_differs(key_file, t
     for la, lc, src in zip(a.stdout.splitlines(), c.stdout.splitlines(), LINES):
         if isinstance(src, dict):
             assert la != lc
+
+
+def test_streams_line_by_line(key_file):
+    """Each scrubbed line comes out while stdin is still open (usable behind `tail -f`)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    from tests.anonymize_helpers import REPO
+
+    # without PYTHONUNBUFFERED, so only the command's own flushing can make the line appear
+    env = {k: v for k, v in os.environ.items() if k not in ("SHADOWREPLAY_SCRUB_KEY", "PYTHONUNBUFFERED")}
+    env["PYTHONPATH"] = str(REPO)
+    p = subprocess.Popen([sys.executable, "-m", "shadowreplay.cli", "scrub", "--key-file", str(key_file)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    try:
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)
+        reader.start()
+        p.stdin.write(b'{"content": "call 13812345678"}\n')
+        p.stdin.flush()
+        reader.join(timeout=30)
+        assert got and got[0].endswith(b"\n"), "no output line while stdin is open"
+        line = json.loads(got[0])
+        assert "13812345678" not in line["content"] and len(line["content"]) == len("call 13812345678")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+        p.stdout.close()
+        p.stderr.close()
+    assert p.returncode == 0

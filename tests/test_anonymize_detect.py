@@ -127,3 +127,12 @@ def test_other_key_gives_other_substitutes(scrub_key):
 def test_counts_add_up(scrubber):
     r = scrubber.scrub_text("a@b.co and c@d.org, 13812345678, 13912345678 and 4111111111111111")
     assert r.counts == {"email": 2, "cn_mobile": 2, "card": 1}
+
+
+def test_titles_are_kept_and_surnames_replaced(scrubber):
+    for text, title in [("Please ask Mr. Brown.", "Mr. "), ("Dear Dr Watson,", "Dr "), ("Dear Mrs. Anna Smith", "Mrs. ")]:
+        out = scrubber.scrub_text(text).text
+        assert len(out) == len(text) and title in out
+        for word in text.replace(",", " ").replace(".", " ").split():
+            if word not in ("Please", "ask", "Mr", "Dear", "Dr", "Mrs"):
+                assert word not in out, (text, out)
