@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
     p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between metric samples (default 1)")
-    p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd", help=argparse.SUPPRESS)
+    p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd",
+                   help="how the sender waits for each send time (default timerfd; see docs/replayer.md)")
     p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.set_defaults(func=run)

@@ -278,16 +278,25 @@ class HttpConnection(asyncio.Protocol):
 
 
 class Pool:
-    """Idle keep-alive connections to one target, topped up in the background to `spare`."""
+    """Keep-alive connections to one target.
 
-    def __init__(self, target: Target, spare: int = 8):
+    A send takes an idle connection; when none is idle the exchange waits in a FIFO queue for the
+    next connection that becomes free (a response completed, or a new connection opened). At most
+    `max_opening` connects run at once: a burst of thousands of sends must not turn into
+    thousands of simultaneous TCP handshakes (SYN-queue drops then cost 1 s retransmits).
+    Spare connections are opened in the background so idle ones are usually there."""
+
+    def __init__(self, target: Target, spare: int = 16, max_opening: int = 32):
         self.target = target
         self.spare = spare
+        self.max_opening = max_opening
         self.idle: collections.deque[HttpConnection] = collections.deque()
+        self.waiting: collections.deque[Exchange] = collections.deque()
         self.opening = 0
         self.all: set[HttpConnection] = set()
         self.ssl = ssl.create_default_context() if target.scheme == "https" else None
         self.closed = False
+        self.last_error: str | None = None
 
     async def open(self) -> HttpConnection:
         loop = asyncio.get_running_loop()
@@ -295,25 +304,37 @@ class Pool:
         self.all.add(conn)
         return conn
 
-    async def _open_spare(self) -> None:
+    async def _open_one(self) -> None:
         self.opening += 1
         try:
             conn = await self.open()
-        except OSError:
-            return
-        finally:
+        except (OSError, ssl.SSLError) as e:
             self.opening -= 1
+            self.last_error = f"connect: {getattr(e, 'strerror', None) or e}"
+            if not self.all and not self.opening:  # nothing left that could serve the queue
+                now = time.monotonic_ns()
+                while self.waiting:
+                    ex = self.waiting.popleft()
+                    ex.sent_ns = ex.sent_ns or now
+                    ex.finish(now, self.last_error)
+            elif self.waiting:
+                self._open_more()
+            return
+        self.opening -= 1
         if self.closed:
             conn.abort()
         else:
-            self.idle.append(conn)
+            self.release(conn)
+            if self.waiting:
+                self._open_more()
 
-    def top_up(self) -> None:
+    def _open_more(self) -> None:
         if self.closed:
             return
+        want = max(self.spare - len(self.idle), len(self.waiting)) - self.opening
         loop = asyncio.get_running_loop()
-        for _ in range(self.spare - len(self.idle) - self.opening):
-            loop.create_task(self._open_spare())
+        for _ in range(max(0, min(want, self.max_opening - self.opening))):
+            loop.create_task(self._open_one())
 
     async def warm(self, n: int) -> None:
         results = await asyncio.gather(*(self.open() for _ in range(n)), return_exceptions=True)
@@ -321,21 +342,28 @@ class Pool:
             if isinstance(r, HttpConnection):
                 self.idle.append(r)
 
-    def take(self) -> HttpConnection | None:
+    def send(self, ex: Exchange) -> None:
+        """Sends now on an idle connection, or queues the exchange for the next free one."""
         while self.idle:
             c = self.idle.pop()  # most recently used first: it is known to be alive
             if not c.closed:
+                c.send(ex)
                 if len(self.idle) < self.spare // 2:
-                    self.top_up()
-                return c
-        self.top_up()
-        return None
+                    self._open_more()
+                return
+        self.waiting.append(ex)
+        self._open_more()
 
     def release(self, conn: HttpConnection) -> None:
-        if self.closed:
+        if self.closed or conn.closed:
             conn.abort()
-        else:
-            self.idle.append(conn)
+            return
+        while self.waiting:
+            ex = self.waiting.popleft()
+            if not ex.end_ns:  # not timed out while queued
+                conn.send(ex)
+                return
+        self.idle.append(conn)
 
     def discard(self, conn: HttpConnection) -> None:
         self.all.discard(conn)
@@ -343,6 +371,8 @@ class Pool:
             self.idle.remove(conn)
         except ValueError:
             pass
+        if self.waiting and not self.closed:
+            self._open_more()
 
     def close(self) -> None:
         self.closed = True

@@ -26,7 +26,7 @@ class RunConfig:
     timeout_s: float = 600.0
     pacing: str = "timerfd"
     drain_s: float = 30.0  # after Ctrl-C: how long in-flight requests may finish
-    warm_connections: int = 16
+    warm_connections: int = 32
     progress: bool | None = None  # None: on when stderr is a TTY
 
 
@@ -81,6 +81,8 @@ class Replayer:
     def _done_http(self, ex: Exchange) -> None:
         i = ex.idx
         self.live.pop(i, None)
+        self._fired_ns.pop(i, None)
+        self.sent_ns[i] = ex.sent_ns
         self.first_byte_ns[i] = ex.first_byte_ns
         self.end_ns[i] = ex.end_ns
         self.status[i] = ex.status
@@ -114,30 +116,10 @@ class Replayer:
             return
         ex = Exchange(i, plan.http[i], self._done_http)
         self.live[i] = ex
-        pool = self.pools[plan.target_idx[i]]
-        conn = pool.take()
-        if conn is not None:
-            conn.send(ex)
-            self.sent_ns[i] = ex.sent_ns
-        else:
-            self._fired_ns[i] = time.monotonic_ns()
-            asyncio.get_running_loop().create_task(self._connect_and_send(pool, ex))
+        self._fired_ns[i] = time.monotonic_ns()
+        self.pools[plan.target_idx[i]].send(ex)
+        self.sent_ns[i] = ex.sent_ns  # 0 while queued for a connection; set at completion
         _ = t
-
-    async def _connect_and_send(self, pool: Pool, ex: Exchange) -> None:
-        try:
-            conn = await pool.open()
-        except OSError as e:
-            now = time.monotonic_ns()
-            self.sent_ns[ex.idx] = now
-            ex.sent_ns = now
-            ex.finish(now, f"connect: {e.strerror or e}")
-            return
-        if ex.end_ns:  # timed out or aborted while connecting
-            conn.abort()
-            return
-        conn.send(ex)
-        self.sent_ns[ex.idx] = ex.sent_ns
 
     async def _reaper(self) -> None:
         """Times out requests. One sweep every 50 ms instead of a timer per request: a timer

@@ -15,7 +15,7 @@ from tests.replayer_helpers import ServerConfig, ServerThread, chat_row, write_r
 SLACK_MS = 8.0  # scheduler noise on a shared 2-core VM, beyond the replayer's own measured lag
 
 
-MEDIAN_SLACK_MS = 5.0
+MEDIAN_SLACK_MS = 10.0  # median |server gap - scheduled gap|; the gaps are 40-150 ms
 
 
 def results(out) -> list[dict]:
