@@ -64,8 +64,9 @@ def child(cmd: list[str]) -> tuple[float, float]:
         t = time.perf_counter()
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         dt = time.perf_counter() - t
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        os.write(w, json.dumps({"rc": p.returncode, "s": dt, "rss": rss, "err": p.stderr[-500:]}).encode())
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = {"rc": p.returncode, "s": dt, "rss": ru.ru_maxrss / 1024, "cpu": ru.ru_utime + ru.ru_stime, "err": p.stderr[-500:]}
+        os.write(w, json.dumps(res).encode())
         os._exit(0)
     os.close(w)
     data = b""
@@ -75,7 +76,7 @@ def child(cmd: list[str]) -> tuple[float, float]:
     res = json.loads(data)
     if res["rc"] != 0:
         raise SystemExit(f"{cmd} failed: {res['err']}")
-    return res["s"], res["rss"]
+    return res["s"], res["rss"], res["cpu"]
 
 
 PANDAS = """
@@ -92,25 +93,33 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--peer-rows", type=int, default=2_700_000)
     ap.add_argument("--tmp", default=tempfile.gettempdir())
+    ap.add_argument("--csv", help="reuse this generated CSV instead of generating one (it is kept)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="traces_bench_", dir=a.tmp))
     try:
-        src = work / "azure2024_like.csv"
-        g = generate(src, a.rows)
-        size = src.stat().st_size
-        print(f"generated {a.rows:,} rows, {size / 2**30:.2f} GiB in {g:.1f} s", flush=True)
+        if a.csv:
+            src = Path(a.csv)
+            print(f"reusing {src} ({src.stat().st_size / 2**30:.2f} GiB, --rows {a.rows:,} assumed)", flush=True)
+        else:
+            src = work / "azure2024_like.csv"
+            g = generate(src, a.rows)
+            print(f"generated {a.rows:,} rows, {src.stat().st_size / 2**30:.2f} GiB in {g:.1f} s", flush=True)
         exe = [sys.executable, "-m", "shadowreplay.cli", "import", "azure-llm", str(src), "--no-text", "--quiet"]
         runs = []
         for k in range(a.runs):
             out = work / f"out{k}"
-            s, rss = child(exe + ["--out", str(out)])
-            runs.append((s, rss))
-            print(f"shadowreplay run {k + 1}: {s:.1f} s, {a.rows / s:,.0f} rows/s, peak RSS {rss:,.0f} MiB", flush=True)
+            s, rss, cpu = child(exe + ["--out", str(out)])
+            runs.append((s, rss, cpu))
+            print(f"shadowreplay run {k + 1}: {s:.1f} s wall, {a.rows / s:,.0f} rows/s, {cpu:.1f} CPU-s "
+                  f"({cpu / a.rows * 1e6:.2f} CPU-s per million rows), peak RSS {rss:,.0f} MiB, "
+                  f"load average {os.getloadavg()[0]:.1f}", flush=True)
             shutil.rmtree(out)
         med_s = statistics.median(r[0] for r in runs)
         med_rss = statistics.median(r[1] for r in runs)
-        print(f"shadowreplay median: {a.rows / med_s:,.0f} rows/s, peak RSS {med_rss:,.0f} MiB "
-              f"(goal > 1,000,000 rows/s, < 2048 MiB)")
+        med_cpu = statistics.median(r[2] for r in runs)
+        print(f"shadowreplay median: {a.rows / med_s:,.0f} rows/s wall, {med_cpu / a.rows * 1e6:.2f} CPU-s per million rows "
+              f"(= {a.rows / med_cpu * os.cpu_count():,.0f} rows/s if all {os.cpu_count()} cores were ours), "
+              f"peak RSS {med_rss:,.0f} MiB (goal > 1,000,000 rows/s, < 2048 MiB)")
         try:
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
@@ -120,14 +129,14 @@ def main() -> None:
         if a.peer_rows:
             peer = work / "peer.csv"
             subprocess.run(["head", "-n", str(a.peer_rows + 1), str(src)], stdout=open(peer, "wb"), check=True)
-            s, rss = child([sys.executable, "-c", PANDAS, str(peer), str(work / "peer.parquet")])
+            s, rss, cpu = child([sys.executable, "-c", PANDAS, str(peer), str(work / "peer.parquet")])
             print(f"pandas read_csv+to_datetime(mixed) on {a.peer_rows:,} rows: {s:.1f} s, "
-                  f"{a.peer_rows / s:,.0f} rows/s, peak RSS {rss:,.0f} MiB")
+                  f"{a.peer_rows / s:,.0f} rows/s, {cpu:.1f} CPU-s, peak RSS {rss:,.0f} MiB")
             cmd = [sys.executable, "-m", "shadowreplay.cli", "import", "azure-llm", str(peer), "--no-text", "--quiet",
                    "--out", str(work / "ours_small")]
-            s2, rss2 = child(cmd)
+            s2, rss2, cpu2 = child(cmd)
             print(f"shadowreplay on the same {a.peer_rows:,} rows: {s2:.1f} s, {a.peer_rows / s2:,.0f} rows/s, "
-                  f"peak RSS {rss2:,.0f} MiB; speed ratio {s / s2:.1f}x")
+                  f"{cpu2:.1f} CPU-s, peak RSS {rss2:,.0f} MiB; wall ratio {s / s2:.1f}x, CPU ratio {cpu / cpu2:.1f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

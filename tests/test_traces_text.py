@@ -40,14 +40,14 @@ def bodies(out) -> list[dict]:
 def azure_text(tmp_path_factory, traces_dir, tok_dir):
     out = tmp_path_factory.mktemp("azure_text")
     cli("import", "azure-llm", str(traces_dir / CODE), "--out", str(out), "--tokenizer", str(tok_dir),
-        "--limit", "400", "--model", "tiny")
+        "--limit", "200", "--model", "tiny")
     return out
 
 
 def test_azure_prompts_have_exactly_the_recorded_token_counts(azure_text, traces_dir, tok):
     rows = bodies(azure_text)
-    src = sorted(read_azure(traces_dir / CODE)[:400])
-    assert len(rows) == 400
+    src = sorted(read_azure(traces_dir / CODE)[:200])
+    assert len(rows) == 200
     texts = [r["body"]["prompt"] for r in rows]
     assert tok.count(texts) == [r["prompt_tokens"] for r in rows] == [s[1] for s in src]
     for r in rows:
@@ -61,7 +61,7 @@ def test_azure_prompts_have_exactly_the_recorded_token_counts(azure_text, traces
 def test_output_is_deterministic_across_processes(azure_text, traces_dir, tok_dir, tmp_path):
     again = tmp_path / "again"
     cli("import", "azure-llm", str(traces_dir / CODE), "--out", str(again), "--tokenizer", str(tok_dir),
-        "--limit", "400", "--model", "tiny", env={"PYTHONHASHSEED": "12345"})
+        "--limit", "200", "--model", "tiny", env={"PYTHONHASHSEED": "12345"})
     a = [(r["request_id"], r["request_body"]) for r in bodies(azure_text)]
     b = [(r["request_id"], r["request_body"]) for r in bodies(again)]
     assert a == b
