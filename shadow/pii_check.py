@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 class ScanResult:
     files: int = 0
     rows: int = 0
+    request_rows: int = 0  # rows of the requests table
     columns: int = 0
     leaks: list[str] = field(default_factory=list)  # "FILE: column COL holds a planted value"
     pii_counts: dict[str, int] = field(default_factory=dict)  # the scrubber's own counts
@@ -34,6 +35,7 @@ def find_planted(text: str, planted_lower: list[str]) -> str | None:
 
 def scan_dataset(root: str | Path, planted: set[str]) -> ScanResult:
     """Every Parquet file under root, every column (strings, lists, maps, binary payloads)."""
+    root = Path(root)
     res = ScanResult()
     needles = sorted({p.lower() for p in planted if p})
     counts: Counter[str] = Counter()
@@ -41,6 +43,8 @@ def scan_dataset(root: str | Path, planted: set[str]) -> ScanResult:
         table = pq.read_table(f)
         res.files += 1
         res.rows += table.num_rows
+        if "requests" in f.relative_to(root).parts:
+            res.request_rows += table.num_rows
         for name in table.column_names:
             col = table.column(name)
             values = col.to_pylist()

@@ -39,7 +39,7 @@ class TrafficConfig:
     slot_len_s: float = 10.0
     short_rate: float = 2.0  # Poisson arrivals per second of short chats
     batch_interval_s: float = 2.0  # one long prompt this often during the slot
-    batch_words: int = 1000  # document words of a batch prompt (about 4x a chat prompt)
+    batch_words: int = 1300  # document words of a batch prompt (about 4x a chat prompt)
     chat_words: tuple[int, int] = (40, 140)  # user message words of a chat
     chat_max_tokens: tuple[int, int] = (8, 24)
     batch_max_tokens: int = 16
@@ -84,71 +84,79 @@ def in_slot(t: float, cfg: TrafficConfig) -> bool:
     return cfg.slot_start_s <= (t % cfg.period_s) < cfg.slot_start_s + cfg.slot_len_s
 
 
-def plan(cfg: TrafficConfig) -> tuple[list[Planned], set[str]]:
-    """The whole schedule, decided up front from the seed (open loop: nothing waits on replies)."""
-    from faker import Faker
+class Generator:
+    """Makes chat and batch request bodies from one seed; remembers the PII it planted."""
 
-    rnd = random.Random(cfg.seed)
-    fake = Faker(["en_US", "en_GB", "de_DE"])
-    fake.seed_instance(cfg.seed)
-    us = fake["en_US"]
-    system = agent_system_prompt()
-    planted: set[str] = set()
-    out: list[Planned] = []
-    names = list(CLIENT_KEYS)
+    def __init__(self, model: str, seed: int):
+        from faker import Faker
 
-    def person() -> tuple[str, str, str]:
+        self.model = model
+        self.rnd = random.Random(seed)
+        self.fake = Faker(["en_US", "en_GB", "de_DE"])
+        self.fake.seed_instance(seed)
+        self.us = self.fake["en_US"]
+        self.system = agent_system_prompt()
+        self.planted: set[str] = set()
+
+    def person(self) -> tuple[str, str, str]:
+        rnd, us = self.rnd, self.us
         first, last = us.first_name(), us.last_name()
         email = f"{first}.{last}{rnd.randint(1, 99)}@{us.free_email_domain()}".lower()
         phone = f"+1 {rnd.choice(['415', '212', '646', '312', '617'])}-{rnd.randint(200, 989)}-{rnd.randint(1000, 9999)}"
+        self.planted.update((f"{first} {last}", email, phone))
         return f"{first} {last}", email, phone
 
+    def chat(self, words: tuple[int, int], max_tokens: tuple[int, int]) -> dict:
+        name, email, phone = self.person()
+        ask = self.fake.paragraph(nb_sentences=max(2, self.rnd.randint(*words) // 12))
+        user = f"Hi, my name is {name}. {ask} You can reach me at {email} or {phone}."
+        return {
+            "model": self.model,
+            "messages": [{"role": "system", "content": self.system}, {"role": "user", "content": user}],
+            "max_tokens": self.rnd.randint(*max_tokens),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0.7,
+        }
+
+    def batch(self, n_words: int, max_tokens: int) -> dict:
+        name, email, phone = self.person()
+        words: list[str] = []
+        while len(words) < n_words:
+            words += self.fake.paragraph(nb_sentences=8).split()
+        doc = " ".join(words[:n_words])
+        user = f"Summarize this customer record for the weekly report.\nName: {name}\nEmail: {email}\nPhone: {phone}\n\n{doc}"
+        return {
+            "model": self.model,
+            "messages": [{"role": "system", "content": "You write terse summaries."}, {"role": "user", "content": user}],
+            "max_tokens": max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+
+def plan(cfg: TrafficConfig) -> tuple[list[Planned], set[str]]:
+    """The whole schedule, decided up front from the seed (open loop: nothing waits on replies)."""
+    gen = Generator(cfg.model, cfg.seed)
+    rnd = gen.rnd
+    out: list[Planned] = []
+    names = list(CLIENT_KEYS)
     t = 0.0
     while True:
         t += rnd.expovariate(cfg.short_rate)
         if t >= cfg.duration_s:
             break
         client = rnd.choices(names, weights=(5, 3, 2))[0]
-        name, email, phone = person()
-        planted.update((name, email, phone))
-        ask = fake.paragraph(nb_sentences=max(2, rnd.randint(*cfg.chat_words) // 12))
-        user = f"Hi, my name is {name}. {ask} You can reach me at {email} or {phone}."
-        body = {
-            "model": cfg.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": rnd.randint(*cfg.chat_max_tokens),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "temperature": 0.7,
-        }
-        out.append(Planned(t, client, CLIENT_KEYS[client], body, False))
-
+        out.append(Planned(t, client, CLIENT_KEYS[client], gen.chat(cfg.chat_words, cfg.chat_max_tokens), False))
     period = 0
     while period * cfg.period_s < cfg.duration_s:
         t = period * cfg.period_s + cfg.slot_start_s + 0.2
         while t < period * cfg.period_s + cfg.slot_start_s + cfg.slot_len_s and t < cfg.duration_s:
-            name, email, phone = person()
-            planted.update((name, email, phone))
-            words: list[str] = []
-            while len(words) < cfg.batch_words:
-                words += fake.paragraph(nb_sentences=8).split()
-            doc = " ".join(words[: cfg.batch_words])
-            user = (
-                f"Summarize this customer record for the weekly report.\nName: {name}\nEmail: {email}\n"
-                f"Phone: {phone}\n\n{doc}"
-            )
-            body = {
-                "model": cfg.model,
-                "messages": [{"role": "system", "content": "You write terse summaries."}, {"role": "user", "content": user}],
-                "max_tokens": cfg.batch_max_tokens,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            }
-            out.append(Planned(t, BATCH_CLIENT, BATCH_KEY, body, True))
+            out.append(Planned(t, BATCH_CLIENT, BATCH_KEY, gen.batch(cfg.batch_words, cfg.batch_max_tokens), True))
             t += cfg.batch_interval_s
         period += 1
     out.sort(key=lambda p: p.at)
-    return out, planted
+    return out, gen.planted
 
 
 async def _send(client, url: str, p: Planned, cfg: TrafficConfig, t0: float, res: TrafficResult) -> None:

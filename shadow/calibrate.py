@@ -1,0 +1,51 @@
+"""Sizes the demo's load to the engine at hand. A 2-core CPU shared with other work and a GPU
+differ by orders of magnitude; fixed rates would either show nothing or drown the engine.
+A few sequential requests (sent to the engine directly, never recorded) measure what one short
+chat and one long batch prompt cost; the rates follow from target utilizations."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from .traffic import Generator, TrafficConfig
+
+SHORT_UTILIZATION = 0.3  # share of the engine the short chats use on their own
+LONG_UTILIZATION = 0.8  # share the batch client's long prompts add during its slot
+
+
+@dataclass
+class Calibration:
+    short_s: float  # one short chat alone (prefix cached), seconds
+    long_s: float  # one long batch prompt alone, seconds
+    short_rate: float  # chats per second
+    batch_interval_s: float  # one long prompt this often during the slot
+
+
+def measure(url: str, cfg: TrafficConfig, shorts: int = 4, longs: int = 2) -> tuple[float, float]:
+    import httpx
+
+    gen = Generator(cfg.model, cfg.seed + 1000)  # other prompts than the recorded ones
+    endpoint = url.rstrip("/") + "/v1/chat/completions"
+
+    def timed(body: dict) -> float:
+        body = dict(body, stream=False)
+        body.pop("stream_options", None)
+        t = time.monotonic()
+        r = client.post(endpoint, json=body)
+        r.raise_for_status()
+        return time.monotonic() - t
+
+    with httpx.Client(timeout=300, trust_env=False) as client:
+        timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens))  # warms the shared system prompt's cache
+        s = [timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens)) for _ in range(shorts)]
+        lo = [timed(gen.batch(cfg.batch_words, cfg.batch_max_tokens)) for _ in range(longs)]
+    return statistics.median(s), statistics.median(lo)
+
+
+def rates(short_s: float, long_s: float, slot_len_s: float) -> Calibration:
+    short_rate = min(6.0, max(0.5, SHORT_UTILIZATION / short_s))
+    # at least two long prompts per slot, so every slot holds some
+    interval = min(slot_len_s / 2, max(0.5, long_s / LONG_UTILIZATION))
+    return Calibration(short_s, long_s, round(short_rate, 2), round(interval, 2))
