@@ -24,10 +24,10 @@ class Span(NamedTuple):
 
 
 # Kinds (entity types) reported in counts.
-EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON = (
-    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person",
+EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN = (
+    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person", "us_ssn",
 )
-KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON)
+KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN)
 
 # ---------------------------------------------------------------- numbers
 # Separators allowed inside a number: ASCII/full-width/ideographic spaces, all kinds of dashes,
@@ -45,6 +45,7 @@ _DASH_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d
 _CARD_SEPS = _SPACE_CHARS | _DASH_CHARS
 _TRUNK0_REGIONS = ("GB", "DE", "FR", "IT", "ES", "NL", "AU", "IN", "JP", "BR", "CN")
 _IPV4_SKIP = ("127.", "0.0.0.0", "255.255.255.255")
+_SSN = re.compile(r"\d{3}-\d{2}-\d{4}")  # dashed only: bare 9-digit runs are too common
 
 
 def _is_wordish(ch: str) -> bool:
@@ -99,6 +100,8 @@ def _classify_number_uncached(raw: str) -> str | None:
             return None
     if n < 7:
         return None
+    if n == 9 and _SSN.fullmatch(raw) and not raw.startswith(("000", "666", "9")) and raw[4:6] != "00" and raw[7:] != "0000":
+        return US_SSN
     if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits):
         return CN_ID
     if 13 <= n <= 19 and seps <= _CARD_SEPS and not plus and digits[0] != "0" and luhn_ok(digits):
@@ -472,7 +475,8 @@ def _names(text: str, lo: str, out: list[Span]) -> None:
             p = text.find(trig, p + 1)
 
 
-_CN_TRIGGERS = ("我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人", "患者", "客户")
+_CN_TRIGGERS = ("我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
+                "患者", "客户", "他叫", "她叫", "名叫", "署名", "持卡人", "户名")
 _CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监")
 _CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
 

@@ -26,7 +26,7 @@ _DATE0 = _dt.date(1950, 1, 1).toordinal()
 _DATE1 = _dt.date(2005, 12, 31).toordinal()
 _SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
                     "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-")
-_NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD}
+_NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN}
 
 
 def _is_num_char(ch: str) -> bool:
@@ -140,6 +140,12 @@ class Substituter:
             keep = lead + _country_code_len(norm[lead:])
         keep += 1  # first national digit (trunk 0 or area-code lead) keeps the number plausible
         return _layout(orig, norm[:keep] + _rand_digits(rng, len(norm) - keep))
+
+    def _sub_us_ssn(self, orig: str, norm: str, rng: KeyedRandom) -> str:
+        area = rng.randrange(1, 900)
+        if area == 666:
+            area = 667
+        return _layout(orig, f"{area:03d}{rng.randrange(1, 100):02d}{rng.randrange(1, 10000):04d}")
 
     def _sub_iban(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         country = norm[:2]

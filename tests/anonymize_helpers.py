@@ -112,6 +112,8 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "Q7f9Xk2LmP4vR8sT", "api_key = 'Q7f9Xk2LmP4vR8sT'"),
     ("secret", "hunter2!x", "password: hunter2!x"),
     ("secret", "Abc123456", "我的密码：Abc123456，别告诉别人"),
+    # US social security numbers (dashed)
+    ("us_ssn", "123-45-6789", "SSN: 123-45-6789."),
     # names
     ("person", "John Smith", "Hi, my name is John Smith and I need help."),
     ("person", "Emily", "I'm Emily, the account owner."),
@@ -121,6 +123,8 @@ PLANTED: list[tuple[str, str, str]] = [
     ("person", "李娜", "我是李娜，今年三十岁。"),
     ("person", "欧阳娜娜", "联系人：欧阳娜娜"),
     ("person", "张伟", "请转告张伟先生。"),
+    ("person", "韩梅梅", "她叫韩梅梅，是我同事。"),
+    ("person", "张三丰", "持卡人：张三丰"),
 ]
 
 # Text that must come back unchanged (false-positive guards)
@@ -128,6 +132,7 @@ CLEAN: list[str] = [
     "I am going to the store at 5pm, I'm happy.",
     "我是学生，今年20岁。",
     "Version 1.2.3 was released on 2024-05-01 at 12:30:45.",
+    "Order 000-12-3456 shipped; ticket 2024-11-29-0001.",
     "The answer is 42 and pi is 3.14159.",
     "Total: 1,234,567 tokens in 17 requests.",
     "Dear Sir or Madam, thank you.",
