@@ -266,10 +266,18 @@ class Scrubber:
                 dsts.append(dst)
                 keys.append(k)
                 strings.append(v)
+            elif v is None or type(v) in (bool, int, float):
+                pass
+            else:
+                # not JSON (bytes, dates, objects): never passed through; its text is scrubbed
+                v = v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
+                dsts.append(dst)
+                keys.append(k)
+                strings.append(v)
             dst[k] = v
 
-        if isinstance(value, (dict, list)):
-            root: Any = {} if isinstance(value, dict) else [None] * len(value)
+        if isinstance(value, (dict, list, tuple)):
+            root: Any = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
             # (source container, its copy, its key, the key of its parent); iterative, so any
             # nesting depth works
             stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
@@ -295,7 +303,7 @@ class Scrubber:
                             child: Any = {}
                             dst[k] = child
                             push((v, child, k, key))
-                        elif t is list or isinstance(v, list):
+                        elif t is list or isinstance(v, (list, tuple)):
                             child = [None] * len(v)
                             dst[k] = child
                             push((v, child, k, key))
@@ -308,7 +316,7 @@ class Scrubber:
                             child = {}
                             dst[i] = child
                             push((v, child, key, parent))
-                        elif t is list or isinstance(v, list):
+                        elif t is list or isinstance(v, (list, tuple)):
                             child = [None] * len(v)
                             dst[i] = child
                             push((v, child, key, parent))
@@ -325,7 +333,7 @@ class Scrubber:
             dst[k] = r.text
             if r.counts:
                 _merge(counts, r.counts)
-        if not isinstance(value, (dict, list)):
+        if not isinstance(value, (dict, list, tuple)):
             root = root[0]
         return root, counts
 

@@ -310,3 +310,14 @@ def test_adversarial_large_inputs_finish(scrubber, unit):
     r = scrubber.scrub_text(text + " 13812345678")
     assert len(r.text) == len(text) + 12
     assert not r.text.endswith("13812345678")
+
+
+def test_non_json_python_values_are_never_passed_through(scrubber):
+    import datetime
+
+    value = {"t": ("call 13812345678", 5, None, True), "b": b"mail a@b.co", "d": datetime.date(2024, 1, 2), "f": 1.5}
+    out, counts = scrubber.scrub_json(value)
+    assert out["t"][1:] == [5, None, True] and "13812345678" not in out["t"][0]
+    assert isinstance(out["b"], str) and "a@b.co" not in out["b"]
+    assert out["d"] == "2024-01-02" and out["f"] == 1.5
+    assert counts == {"email": 1, "cn_mobile": 1}
