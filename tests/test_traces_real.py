@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from shadowreplay.dataset import glob_for
-from tests.traces_helpers import cli, quantiles, read_azure, read_mooncake
+from tests.traces_helpers import cli, quantile_cont, quantiles, read_azure, read_mooncake
 from traces.textsynth import shared_block_share
 
 AZURE = ["AzureLLMInferenceTrace_code_2023.csv", "AzureLLMInferenceTrace_conv_2023.csv"]
@@ -124,3 +124,21 @@ def test_jitter_spreads_mooncake_steps_deterministically(traces_dir, tmp_path):
     # roughly uniform over the step: each third of the step holds about a third of the rows
     thirds = Counter(o * 3 // 3_000_000 for o in offs)
     assert all(abs(thirds[k] / len(offs) - 1 / 3) < 0.03 for k in range(3))
+
+
+@pytest.mark.parametrize("name", AZURE + [MOONCAKE])
+def test_shadowreplay_analyze_on_imported_traces_matches_source(imported, traces_dir, name):
+    """`shadowreplay analyze --json` (the analysis package, real DuckDB) on each imported trace."""
+    if name == MOONCAKE:
+        src = [(s["timestamp"] * 1000, s["input_length"], s["output_length"]) for s in read_mooncake(traces_dir / name)]
+    else:
+        src = read_azure(traces_dir / name)
+    p = cli("analyze", str(imported[name]), "--json")
+    d = json.loads(p.stdout)
+    g = next(x for x in d["groups"] if x["total"])
+    assert d["requests"] == g["requests"] == len(src)
+    span = (max(s[0] for s in src) - min(s[0] for s in src)) / 1e6
+    assert d["span_s"] == pytest.approx(span, abs=1e-3)
+    for col, i in (("prompt_tokens", 1), ("completion_tokens", 2)):
+        for q in ("p50", "p99"):
+            assert g[col][q] == pytest.approx(quantile_cont([s[i] for s in src], int(q[1:]) / 100))

@@ -64,3 +64,12 @@ def quantiles(values, qs=(0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0)) -> list[fl
     import math
 
     return [v[max(0, min(len(v) - 1, math.ceil(q * len(v)) - 1))] if q > 0 else v[0] for q in qs]
+
+
+def quantile_cont(values, q: float) -> float:
+    """Linear interpolation between closest ranks (DuckDB's quantile_cont, numpy's default)."""
+    v = sorted(values)
+    pos = (len(v) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
