@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -55,25 +54,23 @@ def generate(path: Path, rows: int) -> float:
     return time.perf_counter() - t
 
 
-def child(cmd: list[str]) -> tuple[float, float]:
-    """Runs cmd in a fork whose only child is the command: (seconds, peak RSS MiB)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # measure in a fresh process so RUSAGE_CHILDREN holds this command only
-        os.close(r)
-        t = time.perf_counter()
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        dt = time.perf_counter() - t
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        res = {"rc": p.returncode, "s": dt, "rss": ru.ru_maxrss / 1024, "cpu": ru.ru_utime + ru.ru_stime, "err": p.stderr[-500:]}
-        os.write(w, json.dumps(res).encode())
-        os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 65536):
-        data += chunk
-    os.waitpid(pid, 0)
-    res = json.loads(data)
+WRAPPER = """
+import json, resource, subprocess, sys, time
+cmd = json.loads(sys.argv[1])
+t = time.perf_counter()
+p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+dt = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": p.returncode, "s": dt, "rss": ru.ru_maxrss / 1024, "cpu": ru.ru_utime + ru.ru_stime,
+                  "err": p.stderr[-500:]}))
+"""
+
+
+def child(cmd: list[str]) -> tuple[float, float, float]:
+    """Runs cmd under a fresh wrapper process whose only child it is, so getrusage(RUSAGE_CHILDREN)
+    there is this command's: (wall seconds, peak RSS MiB, user+system CPU seconds)."""
+    out = subprocess.run([sys.executable, "-c", WRAPPER, json.dumps(cmd)], capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout)
     if res["rc"] != 0:
         raise SystemExit(f"{cmd} failed: {res['err']}")
     return res["s"], res["rss"], res["cpu"]
