@@ -242,7 +242,13 @@ class Scrubber:
     def scrub_json(self, value: Any) -> tuple[Any, dict[str, int]]:
         """Scrub every string value (in OpenAI-style bodies: all but protocol fields such as
         model/role/type). Keys, numbers, booleans, nulls and array lengths are unchanged.
-        Iterative, so nesting depth is not limited by Python's recursion limit."""
+        Iterative, so nesting depth is not limited by Python's recursion limit. Returns a copy;
+        `value` is not modified."""
+        return self._scrub_tree(value, inplace=False)
+
+    def _scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
+        """scrub_json; with inplace=True (for values this module parsed itself and owns) the
+        containers are reused instead of copied."""
         counts: dict[str, int] = {}
         openai = type(value) is dict and any(k in value for k in _OPENAI_MARKERS)
         # every string to scrub, and where it goes (container, key)
@@ -277,7 +283,10 @@ class Scrubber:
             dst[k] = v
 
         if isinstance(value, (dict, list, tuple)):
-            root: Any = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
+            if inplace and type(value) is not tuple:
+                root: Any = value
+            else:
+                root = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
             # (source container, its copy, its key, the key of its parent); iterative, so any
             # nesting depth works
             stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
@@ -300,11 +309,11 @@ class Scrubber:
                             keys.append(k)
                             strings.append(v)
                         elif t is dict or (t is not list and isinstance(v, dict)):
-                            child: Any = {}
+                            child: Any = v if inplace else {}
                             dst[k] = child
                             push((v, child, k, key))
                         elif t is list or isinstance(v, (list, tuple)):
-                            child = [None] * len(v)
+                            child = v if inplace and t is list else [None] * len(v)
                             dst[k] = child
                             push((v, child, k, key))
                         else:
@@ -313,11 +322,11 @@ class Scrubber:
                     for i, v in enumerate(src):
                         t = type(v)
                         if t is dict or (t is not list and isinstance(v, dict)):
-                            child = {}
+                            child = v if inplace else {}
                             dst[i] = child
                             push((v, child, key, parent))
                         elif t is list or isinstance(v, (list, tuple)):
-                            child = [None] * len(v)
+                            child = v if inplace and t is list else [None] * len(v)
                             dst[i] = child
                             push((v, child, key, parent))
                         else:
@@ -367,7 +376,7 @@ class Scrubber:
                     error = _join(error, "body is not valid JSON; scrubbed as text")
             else:
                 try:
-                    scrubbed, counts = self.scrub_json(value)
+                    scrubbed, counts = self._scrub_tree(value, inplace=True)
                     item, key = _separators(text)
                     out = json.dumps(scrubbed, ensure_ascii=False, separators=(item, key))
                     return ScrubbedBody(out, counts, True, error)

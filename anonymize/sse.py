@@ -87,7 +87,7 @@ def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
         parsed[i] = (prefix, chunk, newline, _separators(payload))
     scrubbed_chunks: dict[int, Any] = {}
     for i, (prefix, chunk, newline, seps) in parsed.items():
-        out, c = scrubber.scrub_json(chunk)
+        out, c = scrubber._scrub_tree(chunk, inplace=True)
         _merge(counts, c)
         scrubbed_chunks[i] = out
     for pieces in streams.values():

@@ -64,7 +64,9 @@ def chat_body(user_text: str, system: str = SYSTEM) -> dict:
 def test_chat_body_shape_kept_and_pii_gone(scrubber):
     planted_text = " ".join(t for _, _, t in PLANTED)
     body = chat_body(planted_text)
+    before = json.dumps(body)
     out, counts = scrubber.scrub_json(body)
+    assert json.dumps(body) == before  # the caller's value is not modified
     assert shape(out) == shape(body)
     # protocol fields untouched
     assert out["model"] == "gpt-4o-mini"
