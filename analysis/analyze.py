@@ -13,7 +13,7 @@ from .units import format_duration
 
 KEY = ("kind", "model", "client_id")
 # The lat columns the analyze queries read (kept in memory once, see session.materialize).
-KEEP = ["t", "kind", "model", "client_id", "failed", "timed_out", "ttft_ms", "e2e_ms", "tpot_ms", "prompt_len", "completion_tokens", "prefix_key"]
+KEEP = ["t", "kind", "model", "client_id", "group_key", "failed", "timed_out", "ttft_ms", "e2e_ms", "tpot_ms", "prompt_len", "completion_tokens", "prefix_key"]
 
 
 def _key(r: dict[str, Any]) -> tuple:

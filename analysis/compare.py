@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from shadowreplay.errors import DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
@@ -22,7 +21,7 @@ def _nice_bucket(span_s: float, slots: int = 12) -> float:
     return next((n for n in NICE_S if n >= want), NICE_S[-1])
 
 
-def _side(con, path: str, schema: str, other_paths: list[str]) -> dict[str, Any]:
+def _side(con, path: str, schema: str) -> dict[str, Any]:
     src = find_sources([path])
     # A replay compared with its recording: the replay's table is replay_results, the other
     # side's is requests. Same-kind sides compare like with like.
@@ -35,8 +34,8 @@ def _side(con, path: str, schema: str, other_paths: list[str]) -> dict[str, Any]
 
 def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None) -> dict[str, Any]:
     con = connect()
-    sa = _side(con, a, "a", [b])
-    sb = _side(con, b, "b", [a])
+    sa = _side(con, a, "a")
+    sb = _side(con, b, "b")
     notes: list[str] = []
     for s in (sa, sb):
         if s["requests"] == 0:

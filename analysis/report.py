@@ -157,7 +157,7 @@ def _anomaly_section(an) -> str:
         body += (f"<p class='muted'>Across {e['windows']:,} windows of {format_duration(an['params']['corr_window_s'])}, P99 latency correlates with batch size r={fmt.cell(e['corr_p99_running'], 2)}, "
                  f"with queue depth r={fmt.cell(e['corr_p99_waiting'], 2)}, with KV-cache usage r={fmt.cell(e['corr_p99_kv'], 2)}.</p>")
     p = an["params"]
-    return _section("Periodic anomalies", f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}; a slot is listed when its TP99 was at least {p['tp99_ratio']:g}x the typical slot in {p['min_periods']}+ periods.", body)
+    return _section("Periodic anomalies", f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}; a slot is listed when its TP99 was at least {p['tp99_ratio']:g}x the typical slot in {p['min_periods']}+ periods and {100 * p['min_share']:g}% of the periods seen.", body)
 
 
 def _clients_section(summ) -> str:

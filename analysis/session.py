@@ -244,6 +244,7 @@ def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'lat_mat' AND temporary").fetchone()[0]:
         return con.execute("SELECT count(*) FROM lat_mat").fetchone()[0]  # done already, with a superset
     try:
+        con.execute("SET preserve_insertion_order = false")  # lets the copy run in parallel, in less memory
         con.execute(f"CREATE OR REPLACE TEMP TABLE lat_mat AS SELECT {cols} FROM lat")
         con.execute("CREATE OR REPLACE TEMP VIEW lat AS SELECT * FROM lat_mat")
     except duckdb.Error as e:

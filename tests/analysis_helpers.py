@@ -23,6 +23,11 @@ from analysis.synth import (  # noqa: F401  (re-exported)
     write_sorted,
 )
 from shadowreplay.cli import main as cli_main
+
+__all__ = [
+    "PlantedAnomaly", "SynthSpec", "make_engine_metrics", "make_replay", "make_requests", "write_recording", "write_replay",
+    "write_sorted", "weekly_recording", "run_cli", "run_json", "read_table", "fold_cells_numpy", "png_is_blank",
+]
 from shadowreplay.dataset import parquet_files
 
 

@@ -6,7 +6,6 @@ import datetime as dt
 import io
 import math
 from collections import Counter
-from pathlib import Path
 
 import duckdb
 import numpy as np

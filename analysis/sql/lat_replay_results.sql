@@ -6,6 +6,7 @@ SELECT
     kind,
     model,
     client_id,
+    hash(kind, model, client_id) AS group_key,  -- one integer to group by instead of three strings
     route,
     status,
     error,

@@ -20,10 +20,10 @@ base AS (
     FROM lat
 )
 SELECT
-    grouping(kind, model, client_id) = 7 AS is_total,
-    kind,
-    model,
-    client_id,
+    grouping(group_key) = 1 AS is_total,
+    CASE WHEN grouping(group_key) = 0 THEN any_value(kind) END AS kind,
+    CASE WHEN grouping(group_key) = 0 THEN any_value(model) END AS model,
+    CASE WHEN grouping(group_key) = 0 THEN any_value(client_id) END AS client_id,
     count(*) AS requests,
     avg(failed::INT) AS error_rate,
     avg(timed_out::INT) AS timeout_rate,
@@ -43,5 +43,5 @@ SELECT
     count(*) / any_value(span_s) AS rps,
     any_value(span_s) AS span_s
 FROM base, span
-GROUP BY GROUPING SETS ((kind, model, client_id), ())
+GROUP BY GROUPING SETS ((group_key), ())
 ORDER BY is_total DESC, requests DESC;
