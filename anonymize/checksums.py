@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
-_GB_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-_GB_CHECK = "10X98765432"
+GB_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+GB_CHECK_CHARS = "10X98765432"
 
 
 def luhn_ok(digits: str) -> bool:
@@ -34,7 +34,7 @@ def luhn_check_digit(body: str) -> str:
 
 
 def gb11643_check(first17: str) -> str:
-    return _GB_CHECK[sum(int(c) * w for c, w in zip(first17, _GB_WEIGHTS)) % 11]
+    return GB_CHECK_CHARS[sum(int(c) * w for c, w in zip(first17, GB_WEIGHTS)) % 11]
 
 
 def valid_birth_date(yyyymmdd: str) -> bool:

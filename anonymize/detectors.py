@@ -14,7 +14,7 @@ from typing import NamedTuple
 import phonenumbers
 
 from .checksums import cn_id_ok, iban_ok, luhn_ok
-from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES, TITLES
+from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES
 
 
 class Span(NamedTuple):

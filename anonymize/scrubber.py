@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
@@ -100,7 +99,7 @@ class Scrubber:
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
-        return hmac.new(self._key, b"hash\0" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+        return hmac.digest(self._key, b"hash\0" + text.encode("utf-8", "surrogatepass"), "sha256").hex()[:16]
 
     def client_id(self, credential: str) -> str:
         cred = credential.strip()

@@ -8,7 +8,6 @@ the original (full-width digits stay full-width, case is kept, Chinese stays Chi
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import hmac
 import ipaddress
 import unicodedata
@@ -16,7 +15,7 @@ import unicodedata
 from . import detectors as D
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
 from .keyedrandom import KeyedRandom
-from .checksums import gb11643_check, iban_check_digits, luhn_check_digit
+from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
     CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, TITLES,
 )
@@ -86,7 +85,7 @@ class Substituter:
         self._cache_size = cache_size
 
     def rng(self, kind: str, norm: str) -> KeyedRandom:
-        digest = hmac.new(self._key, kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        digest = hmac.digest(self._key, kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"), "sha256")
         return KeyedRandom(digest)
 
     def substitute(self, kind: str, orig: str) -> str:
@@ -120,11 +119,14 @@ class Substituter:
         want_x = norm.endswith("X")
         region = f"{rng.choice(_CN_PROVINCES):02d}{rng.randrange(1, 21):02d}{rng.randrange(1, 31):02d}"
         birth = _dt.date.fromordinal(rng.randrange(_DATE0, _DATE1 + 1)).strftime("%Y%m%d")
-        for _ in range(200):
-            first17 = region + birth + _rand_digits(rng, 3)
-            check = gb11643_check(first17)
+        first14 = region + birth
+        base = sum(int(c) * w for c, w in zip(first14, GB_WEIGHTS))
+        for _ in range(1000):  # an X check character comes up 1 time in 11
+            seq = rng.randrange(1000)
+            total = base + (seq // 100) * GB_WEIGHTS[14] + (seq // 10 % 10) * GB_WEIGHTS[15] + (seq % 10) * GB_WEIGHTS[16]
+            check = GB_CHECK_CHARS[total % 11]
             if (check == "X") == want_x:
-                return _layout(orig, first17 + check)
+                return _layout(orig, f"{first14}{seq:03d}{check}")
         raise RuntimeError("could not draw a GB 11643 substitute")  # unreachable in practice
 
     def _sub_cn_mobile(self, orig: str, norm: str, rng: KeyedRandom) -> str:
@@ -227,5 +229,5 @@ class Substituter:
 
     def mask(self, text: str) -> str:
         """Keyed, class-preserving placeholder for a whole text (the safe fallback)."""
-        digest = hmac.new(self._key, b"mask\0" + text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        digest = hmac.digest(self._key, b"mask\0" + text.encode("utf-8", "surrogatepass"), "sha256")
         return fill(text, KeyedRandom(digest))
