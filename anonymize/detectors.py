@@ -336,7 +336,10 @@ _SECRET_AT = {
     "xox": re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
     "bearer": re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}"),
 }
-_SECRET_FIND = ("sk-", "akia", "asia", "eyj", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "xox", "bearer")
+# (literal, search the lower-cased text?, character the text must contain for it to matter)
+_SECRET_FIND = (("sk-", True, "-"), ("AKIA", False, ""), ("ASIA", False, ""), ("eyJ", False, ""),
+                ("ghp_", True, "_"), ("gho_", True, "_"), ("ghs_", True, "_"), ("ghu_", True, "_"),
+                ("ghr_", True, "_"), ("xox", True, "-"), ("bearer", True, ""))
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")
 # what must follow a key-like word for the next value to be a credential
 _KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}[\"']?([^\s\x00\"',;{}<>()\[\]]{4,})")
@@ -364,17 +367,23 @@ def _secret_value_ok(word: str, value: str) -> bool:
 
 
 def _secrets(text: str, lo: str, out: list[Span]) -> None:
-    for kw in _SECRET_FIND:
-        p = lo.find(kw)
+    has = {"-": "-" in text, "_": "_" in text, "": True}
+    for kw, in_lower, needs in _SECRET_FIND:
+        if not has[needs]:  # cheap gate: sk-/xox- need a dash, gh?_ an underscore
+            continue
+        hay = lo if in_lower else text
+        p = hay.find(kw)
         if p == -1:
             continue
-        pat = _SECRET_AT[kw[:2] if kw.startswith("gh") else kw]
+        pat = _SECRET_AT[kw[:2].lower() if kw.startswith("gh") else kw.lower()]
         while p != -1:
             if p == 0 or text[p - 1] not in _KEYWORD_CHARS:
                 m = pat.match(text, p)
                 if m:
                     out.append(Span(p, m.end(), SECRET))
-            p = lo.find(kw, p + 1)
+            p = hay.find(kw, p + 1)
+    if not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
+        return
     for kw in _KV_WORDS:
         p = lo.find(kw)
         while p != -1:
@@ -457,7 +466,10 @@ def _add_en_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> None:
 
 
 def _names(text: str, lo: str, out: list[Span]) -> None:
+    has_name, has_i = "name" in lo, "I" in text
     for trig, (pat, strong) in _EN_TRIGGERS.items():
+        if ("name" in trig and not has_name) or (trig[0] == "i" and not has_i):
+            continue
         p = lo.find(trig)
         while p != -1:
             if p == 0 or not text[p - 1].isalpha():
@@ -481,12 +493,14 @@ _CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "�
 _CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
 
 
+_CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=len, reverse=True)))
+_CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
+
+
 def _names_cn(text: str, out: list[Span]) -> None:
-    # str.find per trigger: far faster than one regex whose first characters are common CJK
-    for trig in _CN_TRIGGERS:
-        p = text.find(trig)
-        while p != -1:
-            i = p + len(trig)
+    for m in _CN_NAME_CUES.finditer(text):
+        if m.group() in _CN_TRIGGER_SET:  # 我叫/姓名/联系人...: the name follows
+            i = m.end()
             gap = 0
             while gap < 2 and i < len(text) and text[i] in _CN_TRIGGER_GAP:
                 i += 1
@@ -494,16 +508,13 @@ def _names_cn(text: str, out: list[Span]) -> None:
             e = _cn_name_at(text, i)
             if e > 0:
                 out.append(Span(i, e, PERSON))
-            p = text.find(trig, p + 1)
-    for hon in _CN_HONORIFICS:
-        i = text.find(hon)
-        while i != -1:
+        else:  # 先生/女士/老师...: the name precedes
+            i = m.start()
             for ln in (3, 2, 4):
-                s = i - ln
-                if s >= 0 and _cn_name_at(text, s) == i:
-                    out.append(Span(s, i, PERSON))
+                st = i - ln
+                if st >= 0 and _cn_name_at(text, st) == i:
+                    out.append(Span(st, i, PERSON))
                     break
-            i = text.find(hon, i + 1)
 
 
 # ---------------------------------------------------------------- all together
