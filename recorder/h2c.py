@@ -34,6 +34,23 @@ def starts_like_h2c(data: bytes) -> bool | None:
     return True if n == len(H2_PREFACE) else None
 
 
+def is_h2c_client(data_client: bytes, data_server: bytes) -> bool | None:
+    """Whether a cleartext connection speaks HTTP/2 with prior knowledge; None: cannot tell.
+
+    "PRI" (3 bytes) already decides: RFC 9113 reserves that method for the preface. A server
+    that speaks first with an HTTP/2 SETTINGS frame (type 4 on stream 0; grpc servers do, on
+    accept, which races the client's preface when mitmproxy connects upstream eagerly) is an
+    h2-only server, so its client speaks h2c too."""
+    if data_client:
+        verdict = starts_like_h2c(data_client)
+        if verdict is None and len(data_client) >= 3:
+            return True
+        return verdict
+    if len(data_server) >= 9 and data_server[3] == 0x04 and data_server[5:9] == b"\0\0\0\0":
+        return True
+    return None
+
+
 class H2CUpgrade:
     def __init__(self) -> None:
         self.h2c_clients: set[str] = set()  # ids of client connections speaking h2c
@@ -48,17 +65,16 @@ class H2CUpgrade:
         )
 
     def next_layer(self, nextlayer: layer.NextLayer) -> None:
+        # Script addons run before mitmproxy's own NextLayer addon, which decides whenever we
+        # leave nextlayer.layer unset: decide here only for h2c, never "wait".
+        if nextlayer.layer is not None:
+            return
         context = nextlayer.context
         if context.client.transport_protocol != "tcp" or context.client.tls or len(context.layers) != 1:
             return
-        if not isinstance(context.client.proxy_mode, (mode_specs.ReverseMode, mode_specs.RegularMode,
-                                                      mode_specs.TransparentMode)):
+        if not isinstance(context.client.proxy_mode, (mode_specs.ReverseMode, mode_specs.TransparentMode)):
             return
-        verdict = starts_like_h2c(nextlayer.data_client())
-        if verdict is None:
-            nextlayer.layer = None  # wait for more bytes (mitmproxy asks again when they come)
-            return
-        if not verdict:
+        if not is_h2c_client(nextlayer.data_client(), nextlayer.data_server()):
             return
         mode = context.client.proxy_mode
         if isinstance(mode, mode_specs.ReverseMode) and mode.scheme not in ("http", "https"):
