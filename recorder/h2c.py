@@ -4,7 +4,8 @@ without TLS.
 mitmproxy 12 picks HTTP/2 only from TLS ALPN; a cleartext client opening with the HTTP/2
 preface `PRI * HTTP/2.0` gets an HTTP/1 parser and fails (mitmproxy issues #2116, #6998;
 open PR #8127). This addon watches the `next_layer` decision: when the client's first bytes are
-the HTTP/2 preface on a cleartext connection, it marks the client connection as h2 (the HTTP
+the HTTP/2 preface on a cleartext connection (or the upstream already sent an HTTP/2 SETTINGS
+frame before the client said anything, see `is_h2c_client`), it marks the client connection as h2 (the HTTP
 layer then starts an HTTP/2 server) and marks the upstream connection as h2 too, so mitmproxy
 talks HTTP/2 prior knowledge to the upstream. The upstream of an h2c client must therefore
 speak h2c (every gRPC server does). Everything else is left to mitmproxy's own decision.
