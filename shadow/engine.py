@@ -43,6 +43,7 @@ class EngineConfig:
     gpu_memory_utilization: float | None = None
     kv_cache_space_gib: float | None = DEFAULT_KV_CACHE_GIB
     extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. VLLM_CPU_OMP_THREADS_BIND
 
     def __post_init__(self) -> None:
         if self.scheduling_policy is not None and self.scheduling_policy not in SCHEDULING_POLICIES:
@@ -108,6 +109,7 @@ def server_command(python: str | os.PathLike, cfg: EngineConfig) -> list[str]:
 
 def server_env(cfg: EngineConfig, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
+    env.update(cfg.env)
     if cfg.kv_cache_space_gib is not None:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{cfg.kv_cache_space_gib:g}")
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
