@@ -74,6 +74,13 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
     raise SystemExit(f"port {port} did not open")
 
 
+def proc_cpu_s(pid: int) -> float:
+    """user+system CPU seconds of a process (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # ---------------------------------------------------------------- client
 class Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -222,6 +229,63 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def wait_drained(out: Path, expected: int, timeout: float = 60.0) -> None:
+    """Waits until the recorder has written `expected` rows (it writes when rotate_seconds pass),
+    so its writer's CPU is counted for the requests that caused it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if json.loads((out / "recorder_status.json").read_text())["rows_written"] >= expected:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+
+
+def pipeline_check(rate: float, seconds: float) -> dict:
+    """The recorder's own capacity, without mitmproxy: exchanges shaped like the benchmark's chat
+    streams (body, 10 SSE events, usage chunk) are submitted to a Writer at `rate` per second
+    for `seconds`; returns drops, rows written and the writer's CPU per row."""
+    from anonymize import Scrubber
+    from recorder.exchange import HttpExchange, RowOptions
+    from recorder.writer import Writer, WriterConfig, read_status
+
+    words = json.loads(BODY)["messages"][0]["content"].split()
+    chunks = []
+    for i, w in enumerate(words[:8]):
+        ev = {"id": "c", "object": "chat.completion.chunk", "model": "fake-llm",
+              "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w}, "finish_reason": None}]}
+        chunks.append(f"data: {json.dumps(ev)}\n\n".encode())
+    chunks.append(b'data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":8}}\n\ndata: [DONE]\n\n')
+    headers = [("host", "127.0.0.1"), ("content-type", "application/json"),
+               ("authorization", "Bearer sk-bench-0123456789abcdef"), ("content-length", str(len(BODY)))]
+    out = Path(tempfile.mkdtemp(prefix="recorder-pipeline-"))
+    w = Writer(WriterConfig(out_dir=out, rotate_seconds=5), Scrubber(os.urandom(32)), RowOptions()).start()
+    n = int(rate * seconds)
+    t_cpu = time.thread_time()  # this thread only: the submitting side
+    c0 = time.process_time()
+    start = time.perf_counter()
+    for i in range(n):
+        target = start + i / rate
+        d = target - time.perf_counter()
+        if d > 0:
+            time.sleep(d)
+        t = time.time()
+        ex = HttpExchange(request_id=f"p{i}", ts_start=t - 0.01, client_addr="127.0.0.1", method="POST", scheme="http",
+                          host="h", port=80, path="/v1/chat/completions", request_headers=headers, request_body=BODY,
+                          status=200, response_headers=[("content-type", "text/event-stream")], streamed=True,
+                          chunks=[(t - 0.005 + j * 0.0005, c) for j, c in enumerate(chunks)], stream_bytes=1200, ts_end=t)
+        w.submit(ex)
+    submit_end = time.perf_counter()
+    w.close()
+    total = time.perf_counter() - start
+    cpu = time.process_time() - c0 - (time.thread_time() - t_cpu)
+    st = read_status(out)
+    return {"rate": rate, "seconds": seconds, "submitted": n, "achieved_submit_rps": n / (submit_end - start),
+            "dropped_queue_full": st["dropped_queue_full"], "rows_written": st["rows_written"],
+            "writer_cpu_ms_per_row": cpu / n * 1000, "drain_s_after_last_submit": total - (submit_end - start)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -231,7 +295,13 @@ def main() -> None:
     ap.add_argument("--check-rate", type=float, default=1000.0)
     ap.add_argument("--check-seconds", type=float, default=10.0)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--pipeline-only", action="store_true", help="only the in-process recording capacity check")
     a = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    pipe = pipeline_check(a.check_rate, a.check_seconds)
+    print(f"pipeline check (writer without mitmproxy) at {a.check_rate:.0f}/s for {a.check_seconds:.0f} s: {pipe}", flush=True)
+    if a.pipeline_only:
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="recorder-bench-"))
     keydir = tmp / "keys"
@@ -249,7 +319,7 @@ def main() -> None:
         "mitm-bare": [],
         "mitm-bare-stream": ["--set", "stream_large_bodies=1"],
         "mitm-recorder": ["-s", str(REPO / "recorder" / "record_addon.py"), "--set", f"shadowreplay_out={out}",
-                          "--set", f"shadowreplay_key_file={keydir / 'scrub.key'}"],
+                          "--set", f"shadowreplay_key_file={keydir / 'scrub.key'}", "--set", "shadowreplay_rotate_seconds=1"],
     }
     for name, extra in fronts.items():
         ports[name] = free_port()
@@ -268,12 +338,17 @@ def main() -> None:
                 sent_to_recorder += w["done"]
         for run in range(a.runs):
             for name, port in ports.items():
+                pid = procs["server" if name == "direct" else name].pid
+                c0 = proc_cpu_s(pid)
                 tp = asyncio.run(closed_loop(port, a.concurrency, a.seconds))
+                if name == "mitm-recorder":
+                    wait_drained(out, sent_to_recorder + tp["done"])
+                tp["cpu_ms_per_req"] = (proc_cpu_s(pid) - c0) / max(1, tp["done"]) * 1000
                 lat = asyncio.run(open_loop(port, a.rate, a.seconds))
                 results[name].append({**tp, **{f"lat_{k}": v for k, v in lat.items()}})
                 if name == "mitm-recorder":
                     sent_to_recorder += tp["done"] + lat["ok"]
-                print(f"run {run + 1} {name:17s} {tp['rps']:7.0f} req/s  ttft p50 {lat['ttft_p50_ms']:.2f} "
+                print(f"run {run + 1} {name:17s} {tp['rps']:7.0f} req/s  cpu {tp['cpu_ms_per_req']:.2f} ms/req  ttft p50 {lat['ttft_p50_ms']:.2f} "
                       f"p99 {lat['ttft_p99_ms']:.2f}  total p50 {lat['total_p50_ms']:.2f} p99 {lat['total_p99_ms']:.2f} ms"
                       f"  errors {tp['errors'] + lat['errors']}", flush=True)
         check = asyncio.run(open_loop(ports["mitm-recorder"], a.check_rate, a.check_seconds))
@@ -302,17 +377,19 @@ def main() -> None:
         "check": check,
         "recorder_status": status,
         "recorded_rows": rows,
+        "pipeline_check": pipe,
+        "cpu_ms_per_req_recorder_minus_bare_stream": recm["cpu_ms_per_req"] - bare_s["cpu_ms_per_req"],
         "completed_through_recorder": sent_to_recorder,
     }
     print()
-    print("| front door | req/s (closed loop) | TTFT p50 | TTFT p99 | total p50 | total p99 |")
-    print("|---|---|---|---|---|---|")
+    print("| front door | req/s (closed loop) | CPU ms/req | TTFT p50 | TTFT p99 | total p50 | total p99 |")
+    print("|---|---|---|---|---|---|---|")
     for k, m in med.items():
-        print(f"| {k} | {m['rps']:.0f} | {m['lat_ttft_p50_ms']:.2f} | {m['lat_ttft_p99_ms']:.2f} | "
+        print(f"| {k} | {m['rps']:.0f} | {m['cpu_ms_per_req']:.2f} | {m['lat_ttft_p50_ms']:.2f} | {m['lat_ttft_p99_ms']:.2f} | "
               f"{m['lat_total_p50_ms']:.2f} | {m['lat_total_p99_ms']:.2f} |")
     print()
     for k in ("throughput_cost_vs_bare_stream", "throughput_cost_vs_bare", "added_ttft_p50_ms_vs_bare_stream",
-              "added_ttft_p99_ms_vs_bare_stream", "added_ttft_p99_ms_vs_direct"):
+              "added_ttft_p99_ms_vs_bare_stream", "added_ttft_p99_ms_vs_direct", "cpu_ms_per_req_recorder_minus_bare_stream"):
         print(f"{k}: {summary[k]:.3f}")
     submitted = status["submitted"] + status["dropped_queue_full"]
     print(f"recorder: {sent_to_recorder} requests completed by the client, {submitted} exchanges seen, "
