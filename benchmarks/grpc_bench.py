@@ -1,6 +1,7 @@
 """gRPC recording cost, side by side in one run: direct to a grpcio server, through bare mitmdump
 (h2c + streaming pass-through only, the least mitmproxy needs to carry gRPC unbuffered), and
-through mitmdump with the shadowreplay recorder (recorder/record_addon.py).
+through mitmdump with the gRPC recorder's capture side only (no writer), and through mitmdump
+with the shadowreplay recorder (recorder/record_addon.py).
 
 Workloads, run in interleaved rounds so CPU contention hits every target alike:
 - stream: server-streaming Generate calls (8 messages, 5 ms apart) from C client threads;
@@ -51,6 +52,19 @@ class StreamGrpc:
 addons = [H2CUpgrade(), StreamGrpc()]
 '''
 
+# The gRPC recorder's capture side alone (frames and timing, no writer, no scrubbing): separates
+# the cost on mitmproxy's event loop from the writer thread's.
+CAPTURE_SCRIPT = '''
+from recorder.h2c import H2CUpgrade
+from recorder.grpc_addon import GrpcRecorder
+
+class Discard:
+    def submit(self, exchange):
+        return True
+
+addons = [H2CUpgrade(), GrpcRecorder(Discard())]
+'''
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -58,16 +72,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_mitm(upstream_port: int, script: Path, extra: list[str]) -> tuple[subprocess.Popen, int]:
+def start_mitm(upstream_port: int, script: Path, extra: list[str], logdir: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    cmd = [str(MITMDUMP), "-q", "--mode", f"reverse:http://127.0.0.1:{upstream_port}", "--listen-host",
+    cmd = [str(MITMDUMP), "--set", "flow_detail=0", "--mode", f"reverse:http://127.0.0.1:{upstream_port}", "--listen-host",
            "127.0.0.1", "--listen-port", str(port), "-s", str(script), *extra]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    log = open(logdir / f"{script.stem}.{port}.log", "wb")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"mitmdump exited: {proc.stderr.read().decode()[-1000:]}")
+            raise SystemExit(f"mitmdump exited: {Path(log.name).read_text()[-1000:]}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return proc, port
@@ -76,7 +90,17 @@ def start_mitm(upstream_port: int, script: Path, extra: list[str]) -> tuple[subp
     raise SystemExit("mitmdump did not start")
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """user+system CPU of a process (all its threads), from /proc; 0 for the direct target."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        raise SystemExit("no call succeeded: see the errors above")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
@@ -88,6 +112,12 @@ def run_stream(port: int, pb2, stubs, calls: int, conc: int) -> dict:
     todo = iter(range(calls))
 
     def worker():
+        try:
+            stream_worker()
+        except grpc.RpcError as e:
+            print(f"stream worker on port {port}: {e.code()}", file=sys.stderr)
+
+    def stream_worker():
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
             stub = stubs.LlmStub(ch)
             list(stub.Generate(pb2.GenerateRequest(prompt="warm", max_tokens=1), timeout=30))
@@ -121,16 +151,20 @@ def run_unary(port: int, pb2, stubs, seconds: float, conc: int) -> dict:
     stop = time.perf_counter() + seconds
 
     def worker():
+        try:
+            unary_worker()
+        except grpc.RpcError as e:
+            print(f"unary worker on port {port}: {e.code()}", file=sys.stderr)
+
+    def unary_worker():
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
             stub = stubs.LlmStub(ch)
             req = pb2.CountRequest(text="count the words of this sentence for ann.lee@example.com")
             stub.CountTokens(req, timeout=10)
-            k = 0
             while time.perf_counter() < stop:
                 stub.CountTokens(req, timeout=10)
-                k += 1
-            with lock:
-                n[0] += k
+                with lock:
+                    n[0] += 1
 
     t0 = time.perf_counter()
     ts = [threading.Thread(target=worker) for _ in range(conc)]
@@ -152,6 +186,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="grpc_bench_"))
     bare = tmp / "bare_grpc.py"
     bare.write_text(BARE_SCRIPT)
+    capture = tmp / "capture_only.py"
+    capture.write_text(CAPTURE_SCRIPT)
     key = tmp / "keys" / "k"
     key.parent.mkdir()
     key.write_bytes(os.urandom(32))
@@ -160,17 +196,26 @@ def main() -> int:
     pb2, stubs = server.pb2, server.pb2_grpc
     procs = {}
     try:
-        procs["bare mitmdump"] = start_mitm(server.port, bare, [])
+        procs["bare mitmdump"] = start_mitm(server.port, bare, [], tmp)
+        procs["mitmdump + gRPC capture only"] = start_mitm(server.port, capture, [], tmp)
         procs["mitmdump + recorder"] = start_mitm(
             server.port, REPO / "recorder" / "record_addon.py",
-            ["--set", f"shadowreplay_out={out}", "--set", f"shadowreplay_key_file={key}"],
+            ["--set", f"shadowreplay_out={out}", "--set", f"shadowreplay_key_file={key}"], tmp,
         )  # fmt: skip
         ports = {"direct": server.port, **{k: p for k, (_, p) in procs.items()}}
+        pids = {"direct": None, **{k: proc.pid for k, (proc, _) in procs.items()}}
         results: dict[str, list[dict]] = {k: [] for k in ports}
         for r in range(a.rounds):
             for name, port in ports.items():
+                for pname, (proc, _) in procs.items():
+                    if proc.poll() is not None:
+                        raise SystemExit(f"{pname} exited with {proc.returncode}; logs in {tmp}")
+                cpu0 = cpu_seconds(pids[name])
                 res = run_stream(port, pb2, stubs, a.calls, a.concurrency)
+                cpu1 = cpu_seconds(pids[name])
                 res.update(run_unary(port, pb2, stubs, a.unary_seconds, a.concurrency))
+                # proxy CPU per streaming call (ms): robust to other load on the machine
+                res["proxy_cpu_ms_per_stream_call"] = (cpu1 - cpu0) * 1000 / (a.calls + a.concurrency)
                 results[name].append(res)
                 print(f"round {r + 1} {name}: " + ", ".join(f"{k}={v:.1f}" for k, v in res.items()), file=sys.stderr)
     finally:
@@ -186,14 +231,15 @@ def main() -> int:
     print(f"\nMachine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"{a.rounds} rounds x {a.calls} streaming calls (8 msgs, 5 ms apart), {a.unary_seconds} s unary, "
           f"concurrency {a.concurrency}; medians over rounds.\n")  # fmt: skip
-    print("| target | TTFT p50 ms | TTFT p99 ms | call p50 ms | call p99 ms | unary calls/s |")
-    print("|---|---|---|---|---|---|")
+    print("| target | TTFT p50 ms | TTFT p99 ms | call p50 ms | call p99 ms | unary calls/s | proxy CPU ms per streaming call |")
+    print("|---|---|---|---|---|---|---|")
     for n, m in med.items():
         print(f"| {n} | {m['ttft_p50']:.2f} | {m['ttft_p99']:.2f} | {m['total_p50']:.2f} | {m['total_p99']:.2f} "
-              f"| {m['unary_rps']:.0f} |")  # fmt: skip
+              f"| {m['unary_rps']:.0f} | {m['proxy_cpu_ms_per_stream_call']:.2f} |")  # fmt: skip
     b, rec = med["bare mitmdump"], med["mitmdump + recorder"]
     print(f"\nrecorder vs bare mitmdump: unary throughput {rec['unary_rps'] / b['unary_rps']:.2f}x, "
-          f"TTFT p50 +{rec['ttft_p50'] - b['ttft_p50']:.2f} ms, p99 +{rec['ttft_p99'] - b['ttft_p99']:.2f} ms")
+          f"TTFT p50 {rec['ttft_p50'] - b['ttft_p50']:+.2f} ms, p99 {rec['ttft_p99'] - b['ttft_p99']:+.2f} ms, "
+          f"proxy CPU per streaming call {rec['proxy_cpu_ms_per_stream_call'] / b['proxy_cpu_ms_per_stream_call']:.2f}x")
     return 0
 
 
