@@ -233,16 +233,16 @@ def test_timing_matches_what_the_client_saw(session):
     lag_in = [(p - s) * 1000 for p, s in zip(proxy_times, server_times, strict=True)]
     lag_out = [(cl - p) * 1000 for cl, p in zip(client_times, proxy_times, strict=True)]
     print("server->proxy ms", lag_in, "proxy->client ms", lag_out)
-    # a few ms typically; single outliers up to tens of ms on a shared, overloaded 2-core VM
-    assert all(-1 <= x < 40 for x in lag_in + lag_out), (lag_in, lag_out)
-    assert sorted(lag_in)[len(lag_in) // 2] < 5, lag_in  # medians: a few ms
-    assert sorted(lag_out)[len(lag_out) // 2] < 5, lag_out
+    # ~1 ms on a quiet machine; the bounds leave room for a shared 2-core VM at load 20
+    assert all(-1 <= x < 50 for x in lag_in + lag_out), (lag_in, lag_out)
+    assert sorted(lag_in)[len(lag_in) // 2] < 10, lag_in  # medians: a few ms
+    assert sorted(lag_out)[len(lag_out) // 2] < 10, lag_out
     # what the client measured vs what was recorded
     client_ttft = (client_times[0] - c["t0"]) * 1000
     client_itl = [(b - a) * 1000 for a, b in zip(client_times, client_times[1:])]
     assert 0 <= client_ttft - r["ttft_ms"] < 30, (r["ttft_ms"], client_ttft)  # + client stack start-up
     diffs = sorted(abs(a - b) for a, b in zip(r["itl_ms"], client_itl, strict=True))
-    assert diffs[len(diffs) // 2] < 5 and diffs[-1] < 20, (r["itl_ms"], client_itl)
+    assert diffs[len(diffs) // 2] < 10 and diffs[-1] < 50, (r["itl_ms"], client_itl)
     assert all(g >= 35 for g in r["itl_ms"])  # the server paused 40 ms between messages
     assert r["e2e_ms"] >= r["ttft_ms"] + sum(r["itl_ms"]) - 0.01
 
