@@ -57,8 +57,8 @@ def run_json(capsys, *argv: str) -> dict:
     return json.loads(out)
 
 
-def read_table(root: Path, table: str) -> pa.Table:
-    return pa.concat_tables([pq.read_table(p) for p in parquet_files(root, table)])
+def read_table(root: Path, table: str, columns: list[str] | None = None) -> pa.Table:
+    return pq.ParquetDataset([str(p) for p in parquet_files(root, table)]).read(columns=columns)
 
 
 def fold_cells_numpy(t_s: np.ndarray, lat: np.ndarray, prompt: np.ndarray, period_s: float, bucket_s: float, origin_s: float):
