@@ -59,17 +59,26 @@ def build(paths: list[str], out: Path, *, table: str | None = None, slo: dict[st
         ts = query(con, "timeseries", {"ts_bucket_s": ts_b})
         xs = [r["bucket_s"] for r in ts]
         lat_series = [(f"E2E P{p}", [r["e2e_q"][i] if r["e2e_q"] else None for r in ts]) for i, p in enumerate((50, 95, 99))]
-        sections.append(_section(
-            "Latency over time",
-            f"E2E latency percentiles per {format_duration(ts_b)}, with the mean prompt length behind them (right axis).",
-            svg.line_chart(xs, lat_series, bars=("mean prompt (tokens)", [r["mean_prompt"] for r in ts]), x_labels=_ts_label(span), y_title="ms", bar_title="prompt tokens"),
-        ))
+        if any(v is not None for _, vs in lat_series for v in vs):
+            sections.append(_section(
+                "Latency over time",
+                f"E2E latency percentiles per {format_duration(ts_b)}, with the mean prompt length behind them (right axis).",
+                svg.line_chart(xs, lat_series, bars=("mean prompt (tokens)", [r["mean_prompt"] for r in ts]), x_labels=_ts_label(span), y_title="ms", bar_title="prompt tokens"),
+            ))
+        else:  # an imported trace: arrivals and prompt sizes only
+            sections.append(_section(
+                "Prompt length over time",
+                f"No latencies in this dataset; mean prompt tokens per {format_duration(ts_b)}, with requests per bucket behind (right axis).",
+                svg.line_chart(xs, [("mean prompt (tokens)", [r["mean_prompt"] for r in ts])], bars=("requests", [r["requests"] for r in ts]),
+                               x_labels=_ts_label(span), y_title="tokens", bar_title="requests"),
+            ))
         if any(r["ttft_q"] for r in ts):
             tt = [(f"TTFT P{p}", [r["ttft_q"][i] if r["ttft_q"] else None for r in ts]) for i, p in enumerate((50, 95, 99))]
             sections.append(_section("Time to first token over time", "", svg.line_chart(xs, tt, x_labels=_ts_label(span), y_title="ms", height=240)))
-        sections.append(_section(f"TP99 by slot ({format_duration(period)} fold, {format_duration(bucket)} buckets)",
-                                 "Each cell is the TP99 latency of the requests in that slot; darker is slower. Hover for values.",
-                                 _heatmap(con, an, period, bucket)))
+        if "periods" in an:  # the fold ran (there are latencies)
+            sections.append(_section(f"TP99 by slot ({format_duration(period)} fold, {format_duration(bucket)} buckets)",
+                                     "Each cell is the TP99 latency of the requests in that slot; darker is slower. Hover for values.",
+                                     _heatmap(con, an, period, bucket)))
         pair = [_scatter_ttft(con)]
         if src.has("engine_metrics"):
             pair.append(_batch_plot(con))
@@ -116,6 +125,8 @@ def _heatmap(con, an, period, bucket) -> str:
 
 def _scatter_ttft(con) -> str:
     rows = query(con, "scatter")
+    if not rows:
+        return _card("TTFT vs prompt length", "", '<p class="muted">No latencies recorded in this dataset: nothing to plot against prompt length.</p>')
     whos = sorted({r["who"] for r in rows}, key=lambda w: -sum(1 for r in rows if r["who"] == w))[:8]
     gi = {w: i for i, w in enumerate(whos)}
     pts = [(r["prompt_len"], r["latency_ms"], gi.get(r["who"], len(whos))) for r in rows]

@@ -102,3 +102,22 @@ def test_report_without_streaming_or_metrics_still_renders(tmp_path, chromium, c
     assert "no TTFT recorded" in page and "No periodic anomalies" in page
     dom = render(chromium, out, tmp_path, "--dump-dom")
     assert "rendered:" in dom.stdout and console_errors(dom.stderr) == []
+
+
+def test_report_on_a_trace_without_latencies(tmp_path, capsys):
+    """An imported trace has arrival times and token counts only: the page says so and still plots."""
+    import datetime as dt
+
+    from shadowreplay.dataset import write_rows
+
+    t0 = dt.datetime(2023, 11, 16, 18, 0, tzinfo=dt.timezone.utc)
+    write_rows(tmp_path / "trace", "requests", [
+        {"request_id": f"t{i}", "ts_start": t0 + dt.timedelta(seconds=2 * i), "prompt_tokens": 100 + i % 50, "completion_tokens": 20, "kind": "completion"}
+        for i in range(600)
+    ])
+    out = tmp_path / "trace.html"
+    rc, _, err = run_cli(capsys, "report", tmp_path / "trace", "--out", out)
+    assert rc == 0, err
+    page = out.read_text()
+    assert "Prompt length over time" in page and "no latencies recorded" in page.lower()
+    assert "TP99 by slot" not in page
