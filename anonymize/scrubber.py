@@ -13,8 +13,11 @@ from .detectors import SECRET, Span, find_spans
 from .substitutes import Substituter
 
 # Strings at least this long are cached whole: a system prompt shared by many requests is
-# scrubbed once and stays byte-identical (prefix caching in a replay depends on it).
-_CACHE_MIN_CHARS = 64
+# scrubbed once and stays byte-identical (prefix caching in a replay depends on it). Short
+# strings are cached too: a multi-turn body repeats every earlier turn, short ones included, and
+# a lookup is far cheaper than a scan.
+_CACHE_MIN_CHARS = 1
+_CACHE_MAX_ENTRIES = 500_000
 _BATCH_CHARS = 1_000_000  # strings of one body are scanned together, up to this many characters
 _CACHE_MAX_CHARS = 64_000_000
 _FAST_MASK_OVER = 200_000
@@ -27,6 +30,7 @@ _OPENAI_KEEP = frozenset(
     "modalities voice".split()
 )
 _OPENAI_MARKERS = ("messages", "prompt", "input", "choices", "output")
+_OPENAI_MARKER_SET = frozenset(_OPENAI_MARKERS)
 # Dict keys whose string value is a credential whatever it looks like.
 _SECRET_KEY_RE = re.compile(
     r"(?i)^(?:x[-_])?(?:api[-_]?key|apikey|access[-_]?key|secret[-_]?key|secret|client[-_]?secret|password|passwd|pwd"
@@ -72,10 +76,14 @@ def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
+_ITEM_SPACE = re.compile(r'[\]}"\d],\s')
+_KEY_SPACE = re.compile(r'":\s')
+
+
 def _separators(text: str) -> tuple[str, str]:
-    head = text[:4096]
-    item = ", " if re.search(r'[\]}"\d],\s', head) else ","
-    key = ": " if re.search(r'":\s', head) else ":"
+    # a short look first: most bodies show both separators in their first few keys
+    item = ", " if _ITEM_SPACE.search(text, 0, 256) or _ITEM_SPACE.search(text, 0, 4096) else ","
+    key = ": " if _KEY_SPACE.search(text, 0, 256) or _KEY_SPACE.search(text, 0, 4096) else ":"
     return item, key
 
 
@@ -138,18 +146,27 @@ class Scrubber:
         scan is paid once per body rather than once per string."""
         results: list[Scrubbed | None] = [None] * len(texts)
         pending: dict[str, list[int]] = {}
+        whole_get = self._whole.get
+        cmin = self._cache_min
+        hits = 0
         for i, t in enumerate(texts):
+            if len(t) >= cmin:
+                hit = whole_get(t)
+                if hit is not None:
+                    hits += 1
+                    results[i] = hit
+                    continue
             if not t:
                 results[i] = Scrubbed(t, {})
             elif t in pending:
                 pending[t].append(i)
-            elif len(t) >= self._cache_min and t in self._whole:
-                self.stats.cache_hits += 1
-                results[i] = self._whole[t]
             elif "\x00" in t or len(t) > _BATCH_CHARS:
                 results[i] = self.scrub_text(t)
             else:
                 pending[t] = [i]
+        self.stats.cache_hits += hits
+        if not pending:
+            return results  # type: ignore[return-value]
         batch: list[str] = []
         size = 0
         for t in list(pending):
@@ -197,7 +214,7 @@ class Scrubber:
         return out
 
     def _remember(self, text: str, result: Scrubbed) -> None:
-        if self._whole_chars + len(text) > _CACHE_MAX_CHARS:
+        if self._whole_chars + len(text) > _CACHE_MAX_CHARS or len(self._whole) >= _CACHE_MAX_ENTRIES:
             self._whole.clear()
             self._whole_chars = 0
         self._whole[text] = result
@@ -249,7 +266,7 @@ class Scrubber:
         """scrub_json; with inplace=True (for values this module parsed itself and owns) the
         containers are reused instead of copied."""
         counts: dict[str, int] = {}
-        openai = type(value) is dict and any(k in value for k in _OPENAI_MARKERS)
+        openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
         # every string to scrub, and where it goes (container, key)
         dsts: list[Any] = []
         keys: list[Any] = []
@@ -291,6 +308,7 @@ class Scrubber:
             stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
             pop, push = stack.pop, stack.append
             keep = _OPENAI_KEEP
+            secret_memo = _secret_key_memo
             while stack:
                 src, dst, key, parent = pop()
                 if isinstance(src, dict):
@@ -300,7 +318,10 @@ class Scrubber:
                             dst[k] = v
                             if openai and (k in keep or (k == "name" and key == "function")):
                                 continue
-                            if v and _is_secret_key(k):
+                            sk = secret_memo.get(k)
+                            if sk is None:
+                                sk = _is_secret_key(k)
+                            if sk and v:
                                 n_secret += 1
                                 dst[k] = self._subs.substitute(SECRET, v)
                                 continue
@@ -315,6 +336,8 @@ class Scrubber:
                             child = v if inplace and t is list else [None] * len(v)
                             dst[k] = child
                             push((v, child, k, key))
+                        elif v is None or t is int or t is float or t is bool:
+                            dst[k] = v
                         else:
                             handle(dst, k, v, k, key)
                 else:
