@@ -86,6 +86,7 @@ def test_mooncake_counts_span_distributions_and_block_share(imported, traces_dir
     after = shared_block_share([r["hash_ids"] for r in rows])
     assert after == before and 0.3 < before < 0.5
     assert "timestamps are bunched" in imported["mooncake_stderr"] and "3000 ms" in imported["mooncake_stderr"]
+    assert f"{before:.1%} repeat an earlier block" in imported["mooncake_stderr"]
 
 
 def test_mooncake_round_trip_reproduces_the_file(imported, traces_dir, tmp_path):

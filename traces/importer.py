@@ -86,6 +86,9 @@ class Checker:
         self.max_run = 0
         self.gaps: Counter = Counter()  # ms between consecutive distinct stamps
         self.ids: set = set()
+        self.blocks_seen: set = set()
+        self.block_total = 0
+        self.block_repeats = 0
 
     def check(self, c: Chunk) -> None:
         ts = c.ts_us
@@ -107,6 +110,15 @@ class Checker:
         if len(unknown):
             self.r.warn("unknown_tokens", f"{self.name}:{int(c.row[unknown[0]])}: token counts unknown "
                         f"({len(unknown)} rows in this batch; pass --tokenizer to count prompts)", len(unknown))
+        if c.hash_ids is not None:  # the prefix-cache hit potential, reported at the end
+            seen = self.blocks_seen
+            for hs in c.hash_ids:
+                for h in hs:
+                    self.block_total += 1
+                    if h in seen:
+                        self.block_repeats += 1
+                    else:
+                        seen.add(h)
         if c.request_id is not None:
             for row, rid in zip(c.row.tolist(), c.request_id):
                 if rid is None:
@@ -152,6 +164,9 @@ class Checker:
         return None
 
     def finish(self, jittered: bool) -> None:
+        if self.block_total:
+            self.r.note(f"{self.name}: {self.block_total:,} prefix blocks, {len(self.blocks_seen):,} distinct: "
+                        f"{self.block_repeats / self.block_total:.1%} repeat an earlier block (kept: equal ids get equal text)")
         step = self.step_ms()
         if step:
             msg = (f"{self.name}: timestamps are bunched: {self.r.rows_read:,} rows on {self.stamps:,} distinct stamps "
