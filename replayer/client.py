@@ -30,7 +30,7 @@ class Exchange:
 
     __slots__ = (
         "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
-        "usage", "sse", "_buf", "_body", "done_cb", "timer",
+        "usage", "sse", "_buf", "_body", "done_cb",
     )
 
     def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
@@ -47,7 +47,6 @@ class Exchange:
         self._buf = b""
         self._body = bytearray()
         self.done_cb = done_cb
-        self.timer: asyncio.TimerHandle | None = None
 
     # --- body handling -------------------------------------------------------------------------
     def body(self, data: bytes, now: int) -> None:
@@ -89,8 +88,6 @@ class Exchange:
         self.end_ns = now
         if error and not self.error:
             self.error = error
-        if self.timer is not None:
-            self.timer.cancel()
         if not self.sse and self._body:
             try:
                 obj = json.loads(bytes(self._body))

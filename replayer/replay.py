@@ -9,7 +9,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from shadowreplay import __version__
@@ -147,7 +147,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
     sent_ns = [s for s in outcome.sent_ns if s]
     summ = results.summarize(lags, caps, outcome.errors, outcome.sent, len(plan),
                              min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
-                             plan.offsets_ns[-1] / 1e9 / 1.0 if len(plan) else 0.0)
+                             plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
     summ["interrupted"] = outcome.interrupted
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["summary"] = summ

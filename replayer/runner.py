@@ -107,7 +107,6 @@ class Replayer:
         plan = self.plan
         self.in_flight += 1
         self._idle.clear()
-        t = plan.targets[plan.target_idx[i]]
         if plan.grpc[i] is not None:
             res = GrpcResult()
             task = asyncio.get_running_loop().create_task(self._grpc(i, res))
@@ -119,7 +118,6 @@ class Replayer:
         self._fired_ns[i] = time.monotonic_ns()
         self.pools[plan.target_idx[i]].send(ex)
         self.sent_ns[i] = ex.sent_ns  # 0 while queued for a connection; set at completion
-        _ = t
 
     async def _reaper(self) -> None:
         """Times out requests. One sweep every 50 ms instead of a timer per request: a timer
