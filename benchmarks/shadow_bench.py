@@ -99,7 +99,7 @@ def main() -> int:
         results.append(r)
         print(json.dumps(r), flush=True)
     print()
-    print(f"{'config':<10}{'short TTFT p50/p99 in slot':>28}{'elsewhere p50/p99':>22}{'failed':>8}  flags")
+    print(f"{'config':<10}{'short TTFT p50/p99 in slot':>28}{'all short p50/p99':>22}{'failed':>8}  flags")
     for r in results:
         f = lambda v: "-" if v is None else f"{v:.0f}"  # noqa: E731
         print(f"{r['config']:<10}{f(r['slot_ttft_p50']) + ' / ' + f(r['slot_ttft_p99']) + ' ms':>28}"

@@ -84,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--week", type=float, default=60.0, metavar="SECONDS", help="length of one compressed 'week' (default 60)")
     demo.add_argument(
         "--remediation", metavar="'FLAGS'",
-        help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 256'), "
+        help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 128'), "
         "or 'route': send the batch client to an engine of its own",
     )  # fmt: skip
     demo.add_argument("--seed", type=int, default=7, help="random seed of the synthetic traffic")

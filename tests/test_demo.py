@@ -92,7 +92,7 @@ def test_demo_end_to_end(vllm_python, tmp_path):
     assert summary["fidelity"] and summary["fidelity"]["matched"] == rec[0]
     slot = summary["slot_latency"]
     for run in ("recording", "baseline", "remediated"):
-        assert slot[run]["slot"]["requests"] > 10 and slot[run]["elsewhere"]["requests"] > 10
+        assert slot[run]["slot"]["requests"] >= 5 and slot[run]["elsewhere"]["requests"] >= 10
     # the batch slot hurts short requests in production and in the faithful replay
     assert slot["recording"]["slot"]["ttft_p99_ms"] > 2 * slot["recording"]["elsewhere"]["ttft_p50_ms"]
     assert slot["baseline"]["slot"]["ttft_p99_ms"] > 2 * slot["baseline"]["elsewhere"]["ttft_p50_ms"]
