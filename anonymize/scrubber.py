@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 from collections.abc import Iterable
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .detectors import SECRET, Span, find_spans
+from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
 
 # Strings at least this long are cached whole: a system prompt shared by many requests is
@@ -94,6 +94,7 @@ class Scrubber:
         self._key = bytes(key)
         self.max_chars = max_chars
         self._subs = Substituter(self._key)
+        self._hmac = KeyedSHA256(self._key)
         self._whole: dict[str, Scrubbed] = {}
         self._whole_chars = 0
         self.stats = _Stats()
@@ -107,7 +108,7 @@ class Scrubber:
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
-        return hmac.digest(self._key, b"hash\0" + text.encode("utf-8", "surrogatepass"), "sha256").hex()[:16]
+        return self._hmac.digest(b"hash\0" + text.encode("utf-8", "surrogatepass")).hex()[:16]
 
     def client_id(self, credential: str) -> str:
         cred = credential.strip()

@@ -8,12 +8,12 @@ the original (full-width digits stay full-width, case is kept, Chinese stays Chi
 from __future__ import annotations
 
 import datetime as _dt
-import hmac
 import ipaddress
 import unicodedata
 
 from . import detectors as D
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
+from .keyedhash import KeyedSHA256
 from .keyedrandom import KeyedRandom
 from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
@@ -81,11 +81,12 @@ def _rand_digits(rng: KeyedRandom, n: int) -> str:
 class Substituter:
     def __init__(self, key: bytes, cache_size: int = 65536):
         self._key = key
+        self._hmac = KeyedSHA256(key)
         self._cache: dict[tuple[str, str], str] = {}
         self._cache_size = cache_size
 
     def rng(self, kind: str, norm: str) -> KeyedRandom:
-        digest = hmac.digest(self._key, kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"), "sha256")
+        digest = self._hmac.digest(kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"))
         return KeyedRandom(digest)
 
     def substitute(self, kind: str, orig: str) -> str:
@@ -229,5 +230,5 @@ class Substituter:
 
     def mask(self, text: str) -> str:
         """Keyed, class-preserving placeholder for a whole text (the safe fallback)."""
-        digest = hmac.digest(self._key, b"mask\0" + text.encode("utf-8", "surrogatepass"), "sha256")
+        digest = self._hmac.digest(b"mask\0" + text.encode("utf-8", "surrogatepass"))
         return fill(text, KeyedRandom(digest))

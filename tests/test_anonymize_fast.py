@@ -1,0 +1,54 @@
+"""The speed-ups change nothing: substitutes and hashes are pinned to what the scrubber produced
+before them (a changed substitute would break the consistency of recordings made under one
+key), and each fast path agrees with the general one it short-cuts."""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+import pytest
+
+from anonymize import Scrubber
+from anonymize.keyedhash import KeyedSHA256
+
+PINNED_KEY = b"pinned-test-key"
+PINNED_BODY = json.dumps(
+    {
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": "My name is Alice Smith, mail alice.smith@example.com, call +1 415 555 2671 or 13812345678, "
+                "card 4111 1111 1111 1111, 我叫王小明，身份证 11010519491231002X, key sk-abcdefghijklmnop1234, ip 10.1.2.3",
+            }
+        ],
+        "api_key": "hunter2-secret",
+    },
+    ensure_ascii=False,
+).encode()
+# produced by the scrubber at commit 7c40818, before the speed-ups
+PINNED_OUT = (
+    '{"model": "m", "messages": [{"role": "user", "content": "My name is Wayne Gibbs, mail divub.zasac@gudehiw.com, '
+    'call +1 478 034 6588 or 14226956767, card 4402 4692 9521 6967, 我叫龚伟强，身份证 63201219560328897X, '
+    'key sk-fqcxpvoarsvhhtry5569, ip 34.0.9.0"}], "api_key": "vauucj5-bllupr"}'
+)
+PINNED_COUNTS = {"secret": 2, "person": 2, "email": 1, "phone": 1, "cn_mobile": 1, "card": 1, "cn_id": 1, "ipv4": 1}
+
+
+@pytest.mark.parametrize("key_len", [1, 15, 32, 63, 64, 65, 200])
+def test_keyed_sha256_is_hmac_sha256(key_len):
+    key = bytes((i * 37 + 11) % 256 for i in range(key_len))
+    h = KeyedSHA256(key)
+    for msg in (b"", b"email\0alice@example.com", "名字\0王小明".encode(), bytes(range(256)) * 5):
+        assert h.digest(msg) == hmac.digest(key, msg, "sha256")
+
+
+def test_substitutes_and_hashes_are_pinned():
+    s = Scrubber(PINNED_KEY)
+    r = s.scrub_body(PINNED_BODY, "application/json")
+    assert r.text == PINNED_OUT
+    assert r.counts == PINNED_COUNTS
+    assert s.keyed_hash("x") == "d1bd4275cdf81fa3"
+    assert s.client_id("Bearer sk-abc") == "c_c1ff3f4c754778bc"
+    assert s.mask_text("Hello 123 世界") == "Chknt 376 利林"
