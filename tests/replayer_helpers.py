@@ -93,8 +93,8 @@ class _Conn(asyncio.Protocol):
         if method == "GET" and path == "/metrics" and cfg.metrics:
             text = (
                 "# TYPE vllm:num_requests_running gauge\n"
-                f"vllm:num_requests_running{{model_name=\"m\"}} 0\n"
-                f"vllm:num_requests_waiting{{model_name=\"m\"}} 0\n"
+                "vllm:num_requests_running{model_name=\"m\"} 0\n"
+                "vllm:num_requests_waiting{model_name=\"m\"} 0\n"
             ).encode()
             t.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n\r\n" % len(text) + text)
             return
