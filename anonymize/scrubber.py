@@ -80,6 +80,18 @@ _ITEM_SPACE = re.compile(r'[\]}"\d],\s')
 _KEY_SPACE = re.compile(r'":\s')
 
 
+_ENCODERS: dict[tuple[str, str], json.JSONEncoder] = {}
+
+
+def _encoder(separators: tuple[str, str]) -> json.JSONEncoder:
+    """What json.dumps(..., ensure_ascii=False, separators=separators) uses, made once (an
+    encoder keeps no state between calls)."""
+    enc = _ENCODERS.get(separators)
+    if enc is None:
+        enc = _ENCODERS[separators] = json.JSONEncoder(ensure_ascii=False, separators=separators)
+    return enc
+
+
 def _separators(text: str) -> tuple[str, str]:
     # a short look first: most bodies show both separators in their first few keys
     item = ", " if _ITEM_SPACE.search(text, 0, 256) or _ITEM_SPACE.search(text, 0, 4096) else ","
@@ -361,10 +373,12 @@ class Scrubber:
             root = box
         if n_secret:
             counts[SECRET] = n_secret
+        get = counts.get
         for dst, k, r in zip(dsts, keys, self.scrub_many(strings)):
             dst[k] = r.text
             if r.counts:
-                _merge(counts, r.counts)
+                for kind, n in r.counts.items():
+                    counts[kind] = get(kind, 0) + n
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
         return root, counts
@@ -400,8 +414,7 @@ class Scrubber:
             else:
                 try:
                     scrubbed, counts = self._scrub_tree(value, inplace=True)
-                    item, key = _separators(text)
-                    out = json.dumps(scrubbed, ensure_ascii=False, separators=(item, key))
+                    out = _encoder(_separators(text)).encode(scrubbed)
                     return ScrubbedBody(out, counts, True, error)
                 except RecursionError:
                     error = _join(error, "JSON nested too deeply to re-encode; scrubbed as text")
