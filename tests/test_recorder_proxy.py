@@ -104,7 +104,8 @@ def test_rows_match_requests_one_to_one_with_client_timing(tmp_path, server, key
         ttft_diffs.append(client_ttft - row["ttft_ms"])
         client_itl = [(b - a) * 1000 for a, b in zip(cl["token_times"], cl["token_times"][1:])]
         itl_diffs += [abs(a - b) for a, b in zip(client_itl, row["itl_ms"])]
-        assert statistics.median(row["itl_ms"]) >= 10, (row["itl_ms"], client_itl)  # server spaced tokens 15 ms
+        # the server sleeps 15 ms between its 6 tokens; delivery may bunch two events, never shorten the span
+        assert sum(row["itl_ms"]) >= 4 * 15 - 1, (row["itl_ms"], client_itl)
     # the proxy sees the request later and the first token earlier than the client: diff >= 0
     assert min(ttft_diffs) > -1.0, ttft_diffs
     assert statistics.median(ttft_diffs) < 5.0, ttft_diffs
