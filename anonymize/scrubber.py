@@ -193,8 +193,12 @@ class Scrubber:
         return results  # type: ignore[return-value]
 
     def _scrub_batch(self, batch: list[str], pending: dict[str, list[int]], results: list) -> None:
-        if len(batch) == 1:
-            per = [self.scrub_text(batch[0])]
+        if len(batch) == 1:  # not in the cache (scrub_many looked): scan it directly
+            t = batch[0]
+            r = self._scrub_text_uncached(t)
+            if len(t) >= self._cache_min and r.error is None:
+                self._remember(t, r)
+            per = [r]
         else:
             per = self._scrub_joined(batch)
         for t, r in zip(batch, per):
