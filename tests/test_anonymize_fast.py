@@ -52,3 +52,49 @@ def test_substitutes_and_hashes_are_pinned():
     assert s.keyed_hash("x") == "d1bd4275cdf81fa3"
     assert s.client_id("Bearer sk-abc") == "c_c1ff3f4c754778bc"
     assert s.mask_text("Hello 123 世界") == "Chknt 376 利林"
+
+
+def _random_bodies(seed: int, n: int) -> list[bytes]:
+    """Multi-turn chat bodies (each repeats the history, like real traffic) and other JSON, built
+    from the planted corpus, clean text, short strings and separators of both styles."""
+    import random
+
+    from tests.anonymize_helpers import CLEAN, PLANTED
+
+    r = random.Random(seed)
+    pieces = [t for _, _, t in PLANTED] + CLEAN + ["ok", "", "42", "a\\b \"q\"", "x" * 70, "tab\there"]
+    out: list[bytes] = []
+    messages: list[dict] = [{"role": "system", "content": r.choice(pieces) * 3}]
+    for i in range(n):
+        if r.random() < 0.2:
+            messages = messages[:1]
+        content = " ".join(r.choice(pieces) for _ in range(r.randrange(1, 4)))
+        messages.append({"role": "user", "content": content if r.random() < 0.8 else [{"type": "text", "text": content}]})
+        if r.random() < 0.7:
+            body: object = {"model": "m", "messages": list(messages), "temperature": 0.5, "stop": [r.choice(pieces)]}
+        else:
+            body = {"data": [r.choice(pieces), {"password": r.choice(pieces) or "x", "nested": [r.choice(pieces)]}], "n": i}
+        seps = (", ", ": ") if r.random() < 0.5 else (",", ":")
+        out.append(json.dumps(body, ensure_ascii=r.random() < 0.3, separators=seps).encode())
+        messages.append({"role": "assistant", "content": r.choice(pieces)})
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_cached_and_uncached_scrubbing_agree(scrub_key, seed):
+    """Whole-string caching (short strings included) and batching the strings of a body into one
+    scan are shortcuts only: a scrubber that has seen many bodies gives, body for body, the same
+    text and counts as one that scans every string on its own."""
+    bodies = _random_bodies(seed, 150)
+    cached = Scrubber(scrub_key)
+    for body in bodies:
+        fresh = Scrubber(scrub_key)
+        fresh.disable_text_cache()
+        a = cached.scrub_body(body, "application/json")
+        b = fresh.scrub_body(body, "application/json")
+        assert (a.text, a.counts, a.is_json, a.error) == (b.text, b.counts, b.is_json, b.error)
+        one_by_one = Scrubber(scrub_key)
+        value = json.loads(body)
+        _, counts = one_by_one.scrub_json(value)
+        assert counts == a.counts
+    assert cached.stats.cache_hits > 0
