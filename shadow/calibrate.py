@@ -45,7 +45,7 @@ def measure(url: str, cfg: TrafficConfig, shorts: int = 4, longs: int = 2) -> tu
 
 
 def rates(short_s: float, long_s: float, slot_len_s: float) -> Calibration:
-    short_rate = min(6.0, max(0.8, SHORT_UTILIZATION / short_s))
+    short_rate = min(6.0, max(1.0, SHORT_UTILIZATION / short_s))
     # at least two long prompts per slot, so every slot holds some
     interval = min(slot_len_s / 2, max(0.5, long_s / LONG_UTILIZATION))
     return Calibration(short_s, long_s, round(short_rate, 2), round(interval, 2))

@@ -211,6 +211,7 @@ class Demo:
 
         # ---------------------------------------------------------------- 2
         duration = cfg.minutes * 60
+        self.step(2, f"drive {cfg.minutes:g} min of gateway traffic through the recorder ({duration / cfg.week_s:g} 'weeks' of {cfg.week_s:g} s)")
         probe = TrafficConfig(model=MODEL_NAME, duration_s=0, batch_words=cfg.batch_words, seed=cfg.seed)
         short_s, long_s = measure(prod.url, probe)
         cal = rates(short_s, long_s, cfg.bucket_s)
@@ -224,7 +225,6 @@ class Demo:
         )
         self.summary["calibration"] = {"short_ms": short_s * 1000, "long_ms": long_s * 1000, "short_rate": cal.short_rate, "batch_interval_s": cal.batch_interval_s}
         self.min_requests = max(3, min(10, int(cal.short_rate * cfg.bucket_s * 0.5)))
-        self.step(2, f"drive {cfg.minutes:g} min of gateway traffic through the recorder ({duration / cfg.week_s:g} 'weeks' of {cfg.week_s:g} s)")
         # Start on a bucket boundary so the batch slot is exactly one analysis bucket, and put the
         # slot at +slot_at_s of the wall-clock week (the analysis folds epoch time); the first
         # slot comes at least one bucket after the start, not on a cold cache.
