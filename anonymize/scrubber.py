@@ -288,7 +288,13 @@ class Scrubber:
         dsts: list[Any] = []
         keys: list[Any] = []
         strings: list[str] = []
+        # counts in the order of the strings: a cache hit's counts, or the index of a string
+        # still to scan (so the merged counts keep one order however the cache is filled)
+        order: list[Any] = []
         n_secret = 0
+        whole_get = self._whole.get
+        cmin = self._cache_min
+        hits = 0
 
         def handle(dst: Any, k: Any, v: Any, key: Any, parent: Any) -> None:
             """One non-container value under `key` (a dict key, or the key of the enclosing list)."""
@@ -302,6 +308,7 @@ class Scrubber:
                         n_secret += 1
                         dst[k] = self._subs.substitute(SECRET, v)
                         return
+                order.append(len(strings))
                 dsts.append(dst)
                 keys.append(k)
                 strings.append(v)
@@ -310,6 +317,7 @@ class Scrubber:
             else:
                 # not JSON (bytes, dates, objects): never passed through; its text is scrubbed
                 v = v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
+                order.append(len(strings))
                 dsts.append(dst)
                 keys.append(k)
                 strings.append(v)
@@ -342,6 +350,17 @@ class Scrubber:
                                 n_secret += 1
                                 dst[k] = self._subs.substitute(SECRET, v)
                                 continue
+                            if len(v) >= cmin:
+                                # seen before (an earlier turn of the conversation, a shared
+                                # system prompt): the cached result, without queueing it
+                                hit = whole_get(v)
+                                if hit is not None:
+                                    hits += 1
+                                    dst[k] = hit.text
+                                    if hit.counts:
+                                        order.append(hit.counts)
+                                    continue
+                            order.append(len(strings))
                             dsts.append(dst)
                             keys.append(k)
                             strings.append(v)
@@ -377,11 +396,15 @@ class Scrubber:
             root = box
         if n_secret:
             counts[SECRET] = n_secret
-        get = counts.get
-        for dst, k, r in zip(dsts, keys, self.scrub_many(strings)):
+        self.stats.cache_hits += hits
+        results = self.scrub_many(strings) if strings else []
+        for dst, k, r in zip(dsts, keys, results):
             dst[k] = r.text
-            if r.counts:
-                for kind, n in r.counts.items():
+        get = counts.get
+        for item in order:
+            c = results[item].counts if type(item) is int else item
+            if c:
+                for kind, n in c.items():
                     counts[kind] = get(kind, 0) + n
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
