@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "slot, replays against fresh shadows before and after a remediation, and writes the HTML report. "
         "Everything goes under --out; every process it starts is stopped, also on Ctrl-C.",
     )
-    demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out)")
+    demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out; an earlier demo's output there is replaced)")
     demo.add_argument("--minutes", type=float, default=2.0, help="minutes of recorded traffic (default 2: two compressed 'weeks')")
     demo.add_argument("--week", type=float, default=60.0, metavar="SECONDS", help="length of one compressed 'week' (default 60)")
     demo.add_argument(
@@ -89,7 +89,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     demo.add_argument("--seed", type=int, default=7, help="random seed of the synthetic traffic")
     demo.add_argument("--vllm-python", metavar="PATH", help="python of the vLLM venv")
-    demo.add_argument("--force", action="store_true", help="reuse a non-empty --out (its old contents are removed)")
     demo.set_defaults(func=cmd_demo)
 
 
@@ -241,7 +240,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         minutes=args.minutes,
         week_s=args.week,
         seed=args.seed,
-        force=args.force,
         remediation=args.remediation if args.remediation is not None else DEFAULT_REMEDIATION,
     )
     return run_demo(cfg, vllm_python=args.vllm_python)

@@ -65,7 +65,6 @@ class DemoConfig:
     bucket_s: float = 10.0
     slot_at_s: float | None = None  # the batch slot's start in the week (default: mid-week)
     seed: int = 7
-    force: bool = False
     remediation: str = DEFAULT_REMEDIATION
     short_rate: float | None = None  # None: calibrated to the engine
     batch_interval_s: float | None = None
@@ -143,12 +142,12 @@ class Demo:
 
     def _prepare_out(self) -> None:
         out = self.out
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file")
         if out.exists() and any(out.iterdir()):
-            if not self.cfg.force:
-                raise ConfigError(f"--out {out} is not empty; pick another folder or pass --force to replace it")
             if not (out / "demo.log").exists():
-                raise ConfigError(f"--out {out} does not look like a demo folder (no demo.log); refusing to delete it")
-            shutil.rmtree(out)
+                raise ConfigError(f"--out {out} is not empty and not an earlier demo's folder (no demo.log); pick another folder")
+            shutil.rmtree(out)  # an earlier demo's output: replaced
         self.logs.mkdir(parents=True, exist_ok=True)
 
     def _run(self, python: Path, key_file: Path) -> None:

@@ -213,3 +213,23 @@ def test_state_files_are_json(tmp_path):
     assert json.loads(path.read_text())["port"] == 2
     (tmp_path / "shadow-3.json").write_text("{broken")
     assert [s.port for _, s in state.load_all(tmp_path)] == [2]
+
+
+def test_demo_refuses_a_non_empty_folder_that_is_not_a_demo(tmp_path, monkeypatch):
+    from shadow.demo import Demo, DemoConfig
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    monkeypatch.setattr("shadow.demo.find_vllm_python", lambda _=None: Path(sys.executable))
+    with pytest.raises(ConfigError, match="not an earlier demo"):
+        Demo(DemoConfig(out=out)).run()
+    assert (out / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("kw", [{"minutes": 1.0}, {"minutes": 0}, {"week_s": 25.0}, {"week_s": 20.0}])
+def test_demo_config_rejects_weeks_that_cannot_repeat(kw, tmp_path):
+    from shadow.demo import DemoConfig
+
+    with pytest.raises(ConfigError):
+        DemoConfig(out=tmp_path, **kw)
