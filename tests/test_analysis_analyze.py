@@ -222,3 +222,40 @@ def test_corrupt_parquet_is_a_one_line_error(tmp_path, capsys):
     bad.write_bytes(b"PAR1 this is not parquet")
     rc, out, err = run_cli(capsys, "analyze", tmp_path)
     assert rc == 2 and "Traceback" not in err and "error:" in err
+
+
+def test_token_percentiles_exact(tmp_path, capsys):
+    """Token percentiles come from a per-value histogram (summary.sql): they must equal numpy's
+    linear percentiles, per group and overall, with repeated values, missing counts and
+    fractional prompt lengths (prompt_chars / 4 when prompt_tokens is unknown)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(501):
+        client = ("web", "batch", "mobile")[i % 3]
+        known = i % 5 != 0
+        rows.append(
+            {
+                "request_id": f"t{i}",
+                "ts_start": T0 + dt.timedelta(seconds=0.1 * i),
+                "kind": "chat",
+                "model": "m1",
+                "client_id": client,
+                "status": 200,
+                "e2e_ms": float(rng.integers(50, 900)),
+                "prompt_tokens": int(rng.integers(1, 40)) * (9 if client == "batch" else 1) if known else None,
+                "prompt_chars": int(rng.integers(1, 400)),
+                "completion_tokens": int(rng.integers(0, 12)) if i % 7 else None,
+            }
+        )
+    write_rows(tmp_path, "requests", rows)
+    res = run_json(capsys, "analyze", tmp_path)
+    groups = {None if g["total"] else g["client_id"]: g for g in res["groups"]}
+    assert set(groups) == {None, "web", "batch", "mobile"}
+    for client, g in groups.items():
+        mine = [r for r in rows if client is None or r["client_id"] == client]
+        prompt = [r["prompt_tokens"] if r["prompt_tokens"] is not None else r["prompt_chars"] / 4 for r in mine]
+        out = [r["completion_tokens"] for r in mine if r["completion_tokens"] is not None]
+        assert any(p != int(p) for p in prompt)  # fractional lengths are exercised
+        for p, q in (("p50", 50), ("p99", 99)):
+            assert g["prompt_tokens"][p] == pytest.approx(np.percentile(prompt, q), rel=1e-12)
+            assert g["completion_tokens"][p] == pytest.approx(np.percentile(out, q), rel=1e-12)
