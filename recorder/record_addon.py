@@ -1,7 +1,7 @@
 """The script given to mitmproxy: `mitmdump -s $(shadowreplay record --print-addon-path) ...`.
 
-It builds the addon chain: h2c upgrade (cleartext HTTP/2 for gRPC), the HTTP recorder, and the
-gRPC recorder that shares the HTTP recorder's writer.
+It builds the addon chain: h2c upgrade (cleartext HTTP/2 for gRPC), the gRPC recorder (which
+shares the HTTP recorder's writer), and the HTTP recorder.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ except ImportError as e:  # gRPC support not installed in this checkout
 else:
     addons.append(H2CUpgrade())
 
-addons.append(rec)
-
+# GrpcRecorder before Recorder: on shutdown mitmproxy calls `done` in this order, so calls still
+# in flight are submitted before the Recorder drains its queue and closes the writer.
 try:
     from recorder.grpc_addon import GrpcRecorder
 except ImportError as e:
     logging.getLogger("shadowreplay.recorder").info("gRPC recorder not available (%s)", e)
 else:
     addons.append(GrpcRecorder(rec))
+
+addons.append(rec)
