@@ -17,7 +17,7 @@ from .substitutes import Substituter
 # strings are cached too: a multi-turn body repeats every earlier turn, short ones included, and
 # a lookup is far cheaper than a scan.
 _CACHE_MIN_CHARS = 1
-_CACHE_MAX_ENTRIES = 500_000
+_CACHE_MAX_ENTRIES = 200_000  # bounds the per-entry overhead of many short strings
 _BATCH_CHARS = 1_000_000  # strings of one body are scanned together, up to this many characters
 _CACHE_MAX_CHARS = 64_000_000
 _FAST_MASK_OVER = 200_000
