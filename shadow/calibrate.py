@@ -9,6 +9,8 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from shadowreplay.errors import TargetError
+
 from .traffic import Generator, TrafficConfig
 
 SHORT_UTILIZATION = 0.3  # share of the engine the short chats use on their own
@@ -37,15 +39,18 @@ def measure(url: str, cfg: TrafficConfig, shorts: int = 4, longs: int = 2) -> tu
         r.raise_for_status()
         return time.monotonic() - t
 
-    with httpx.Client(timeout=300, trust_env=False) as client:
-        timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens))  # warms the shared system prompt's cache
-        s = [timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens)) for _ in range(shorts)]
-        lo = [timed(gen.batch(cfg.batch_words, cfg.batch_max_tokens)) for _ in range(longs)]
+    try:
+        with httpx.Client(timeout=300, trust_env=False) as client:
+            timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens))  # warms the shared system prompt's cache
+            s = [timed(gen.chat(cfg.chat_words, cfg.chat_max_tokens)) for _ in range(shorts)]
+            lo = [timed(gen.batch(cfg.batch_words, cfg.batch_max_tokens)) for _ in range(longs)]
+    except httpx.HTTPError as e:
+        raise TargetError(f"calibrating against {url} failed: {type(e).__name__}: {e}") from None
     return statistics.median(s), statistics.median(lo)
 
 
 def rates(short_s: float, long_s: float, slot_len_s: float) -> Calibration:
     short_rate = min(6.0, max(1.0, SHORT_UTILIZATION / short_s))
-    # at least two long prompts per slot, so every slot holds some
-    interval = min(slot_len_s / 2, max(0.5, long_s / LONG_UTILIZATION))
+    # at least one long prompt per slot (sent as the slot opens), so every slot holds some
+    interval = min(slot_len_s, max(0.5, long_s / LONG_UTILIZATION))
     return Calibration(short_s, long_s, round(short_rate, 2), round(interval, 2))

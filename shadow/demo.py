@@ -125,7 +125,7 @@ class Demo:
             self.say("")
             self.say("demo interrupted: stopping every process it started ...")
             raise
-        except ShadowReplayError as e:
+        except Exception as e:
             self.say("")
             self.say(f"demo failed: {e}")
             self.say("stopping every process it started ...")
