@@ -54,6 +54,20 @@ tokens AS (
     FROM at_q
     GROUP BY is_total, group_key
 ),
+-- The latency quantiles in an aggregate of their own: cheaper than beside the counts and filters.
+lats AS (
+    SELECT
+        grouping(group_key) = 1 AS is_total,
+        group_key,
+        quantile_cont(ttft_ms, [0.5, 0.95, 0.99]) AS ttft_q,
+        max(ttft_ms) AS ttft_max,
+        quantile_cont(e2e_ms, [0.5, 0.95, 0.99]) AS e2e_q,
+        max(e2e_ms) AS e2e_max,
+        quantile_cont(tpot_ms, [0.5, 0.95, 0.99]) AS tpot_q,
+        max(tpot_ms) AS tpot_max
+    FROM lat
+    GROUP BY GROUPING SETS ((group_key), ())
+),
 summary AS (
 SELECT
     grouping(group_key) = 1 AS is_total,
@@ -65,12 +79,6 @@ SELECT
     avg(failed::INT) AS error_rate,
     avg(timed_out::INT) AS timeout_rate,
     count(ttft_ms) AS with_ttft,
-    quantile_cont(ttft_ms, [0.5, 0.95, 0.99]) AS ttft_q,
-    max(ttft_ms) AS ttft_max,
-    quantile_cont(e2e_ms, [0.5, 0.95, 0.99]) AS e2e_q,
-    max(e2e_ms) AS e2e_max,
-    quantile_cont(tpot_ms, [0.5, 0.95, 0.99]) AS tpot_q,
-    max(tpot_ms) AS tpot_max,
     sum(completion_tokens) FILTER (WHERE NOT failed) / any_value(span_s) AS tokens_per_s,
     count(*) FILTER (WHERE good) AS good,
     count(*) FILTER (WHERE good) / any_value(span_s) AS goodput_rps,
@@ -80,7 +88,12 @@ SELECT
 FROM base, span
 GROUP BY GROUPING SETS ((group_key), ())
 )
-SELECT summary.* EXCLUDE (group_key), tokens.prompt_q, tokens.completion_q
+SELECT
+    summary.* EXCLUDE (group_key),
+    lats.* EXCLUDE (is_total, group_key),
+    tokens.prompt_q,
+    tokens.completion_q
 FROM summary
+JOIN lats ON lats.is_total = summary.is_total AND lats.group_key IS NOT DISTINCT FROM summary.group_key
 LEFT JOIN tokens ON tokens.is_total = summary.is_total AND tokens.group_key IS NOT DISTINCT FROM summary.group_key
 ORDER BY is_total DESC, requests DESC;
