@@ -259,3 +259,18 @@ def test_token_percentiles_exact(tmp_path, capsys):
         for p, q in (("p50", 50), ("p99", 99)):
             assert g["prompt_tokens"][p] == pytest.approx(np.percentile(prompt, q), rel=1e-12)
             assert g["completion_tokens"][p] == pytest.approx(np.percentile(out, q), rel=1e-12)
+
+
+def test_timeout_rate_from_error_text(tmp_path, capsys):
+    """A timeout is status 408/504 or an error mentioning one (any case), whatever the status."""
+    errors = [None, None, "Upstream TIMEOUT", "read timed out", "connection reset", None, None, "x"]
+    statuses = [200, 504, None, 200, 502, 408, 500, None]
+    rows = [
+        {"request_id": f"e{i}", "ts_start": T0 + dt.timedelta(seconds=i), "kind": "chat", "model": "m1",
+         "client_id": "c", "status": s, "error": e, "e2e_ms": 100.0}
+        for i, (e, s) in enumerate(zip(errors, statuses))
+    ]
+    write_rows(tmp_path, "requests", rows)
+    tot = next(g for g in run_json(capsys, "analyze", tmp_path)["groups"] if g["total"])
+    assert tot["timeout_rate"] == pytest.approx(4 / 8)  # 504, "TIMEOUT", "timed out", 408
+    assert tot["error_rate"] == pytest.approx(7 / 8)

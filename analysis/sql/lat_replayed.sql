@@ -11,13 +11,14 @@ SELECT
     status,
     error,
     (error IS NOT NULL OR coalesce(status, 200) >= 400) AS failed,
-    (coalesce(status, 0) IN (408, 504)
-        OR contains(lower(coalesce(error, '')), 'timeout')
-        OR contains(lower(coalesce(error, '')), 'timed out')) AS timed_out,
+    CASE WHEN error IS NULL THEN coalesce(status, 0) IN (408, 504)  -- lower() only where there is an error
+        ELSE coalesce(status, 0) IN (408, 504) OR contains(lower(error), 'timeout') OR contains(lower(error), 'timed out')
+    END AS timed_out,
     ttft_ms,
     e2e_ms,
     itl_ms,
-    coalesce(list_avg(itl_ms), (e2e_ms - ttft_ms) / nullif(completion_tokens - 1, 0)) AS tpot_ms,
+    (e2e_ms - ttft_ms) / nullif(completion_tokens - 1, 0) AS tpot_mean_ms,  -- without itl_ms lists
+    coalesce(list_avg(itl_ms), tpot_mean_ms) AS tpot_ms,
     coalesce(prompt_tokens, rec_prompt_tokens) AS prompt_tokens,
     completion_tokens,
     coalesce(prompt_tokens::DOUBLE, rec_prompt_tokens::DOUBLE, prompt_chars / 4.0) AS prompt_len,
