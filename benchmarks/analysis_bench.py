@@ -5,8 +5,8 @@
 Generates (once, cached in DIR) three weeks of synthetic traffic with a planted Wednesday-14:00
 anomaly, written with shadowreplay.dataset.write_table into the usual hourly partitions, sorted
 by ts_start (one row group per hourly file, zstd). Then runs each command as a subprocess RUNS
-times and reports the median wall time and the peak resident memory of the command (ru_maxrss
-of that child, from wait4). Prints a Markdown table; docs/bench/analysis.md holds a run.
+times and reports the median wall time, the median CPU time (user + system, all threads) and
+the peak resident memory of the command (ru_maxrss of that child, from wait4). Prints a Markdown table; docs/bench/analysis.md holds a run.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ def main() -> int:
     }
     files = sum(1 for _ in (root / "requests").rglob("*.parquet"))
     size = sum(p.stat().st_size for p in (root / "requests").rglob("*.parquet")) / 2**20
+    load0 = os.getloadavg()[0]
     print("| command | rows | runs | median wall s | min s | max s | median CPU s | peak RSS MiB (max) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, argv in cases.items():
@@ -91,7 +92,7 @@ def main() -> int:
             print(f"<!-- anomalies found: {found} -->")
         print(f"| `{name}` | {args.rows:,} | {args.runs} | {statistics.median(secs):.2f} | {min(secs):.2f} | {max(secs):.2f} | {statistics.median(cpus):.2f} | {max(mems):.0f} |")
     print(f"\ndataset: {files} Parquet files, {size:.0f} MiB; machine: {platform.machine()}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at the end; python {platform.python_version()}")
+          f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; python {platform.python_version()}")
     return 0
 
 
