@@ -7,7 +7,8 @@ to an observer that returns each chunk unchanged), so SSE reaches the client as 
 Options (mitmproxy `--set name=value`, also settable in mitmweb):
     shadowreplay_out, shadowreplay_key_file, shadowreplay_prefix_chars, shadowreplay_body_cap,
     shadowreplay_stream_cap, shadowreplay_rotate_seconds, shadowreplay_rotate_bytes,
-    shadowreplay_queue_size, shadowreplay_metrics_url, shadowreplay_metrics_interval
+    shadowreplay_queue_size, shadowreplay_metrics_url, shadowreplay_metrics_interval,
+    shadowreplay_writer (process | thread)
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def _seconds(value: str, name: str) -> float:
     return v
 
 
+WRITERS = ["process", "thread"]
+DEFAULT_WRITER = "thread"
+
+
 class Recorder:
     def __init__(self) -> None:
         self.writer: Any = None
@@ -89,6 +94,14 @@ class Recorder:
             "shadowreplay_metrics_url", str, "", "Upstream Prometheus /metrics URL to sample into DIR/engine_metrics/."
         )
         loader.add_option("shadowreplay_metrics_interval", str, "1", "Seconds between /metrics samples (a number).")
+        loader.add_option(
+            "shadowreplay_writer",
+            str,
+            DEFAULT_WRITER,
+            "Where scrubbing and Parquet writing run: 'process' (a child process fed through a pipe, "
+            "off the proxy's GIL) or 'thread' (a thread inside mitmproxy).",
+            choices=WRITERS,
+        )
 
     def configure(self, updated: set[str]) -> None:
         if not any(k.startswith("shadowreplay_") for k in updated):
@@ -138,7 +151,14 @@ class Recorder:
             rotate_bytes=o.shadowreplay_rotate_bytes,
             queue_size=o.shadowreplay_queue_size,
         )
-        self.writer = Writer(cfg, Scrubber(key), self._opts).start()
+        if o.shadowreplay_writer == "process":
+            from .process_writer import ProcessWriter
+
+            # the child loads the key itself from the file (or the inherited environment)
+            kf_abs = str(Path(os.path.expanduser(key_file)).resolve()) if key_file else None
+            self.writer = ProcessWriter(cfg, kf_abs, self._opts).start()
+        else:
+            self.writer = Writer(cfg, Scrubber(key), self._opts).start()
         self.enabled = True
         log.info("shadowreplay recorder: writing %s/requests/ (status in %s/recorder_status.json)", out, out)
         if o.shadowreplay_metrics_url:

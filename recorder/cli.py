@@ -41,6 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rotate-seconds", type=float, default=60.0, help="new Parquet file after this many seconds")
     p.add_argument("--rotate-bytes", type=int, default=64 << 20, help="new Parquet file after this many bytes")
     p.add_argument("--queue-size", type=int, default=10_000, help="exchanges waiting for the writer before drops")
+    p.add_argument(
+        "--writer",
+        choices=["process", "thread"],
+        default=None,
+        help="where scrubbing and writing run: a child process or a thread in the proxy (default: the addon's)",
+    )
     p.add_argument("--mitm-opt", action="append", default=[], metavar="NAME=VALUE", help="extra mitmproxy --set option")
     p.add_argument("--print-addon-path", action="store_true", help="print the addon script path for mitmdump -s, and exit")
     p.set_defaults(func=run)
@@ -61,6 +67,8 @@ def build_command(args: argparse.Namespace) -> list[str]:
     }
     if args.key_file:
         sets["shadowreplay_key_file"] = str(Path(args.key_file).expanduser().resolve())
+    if getattr(args, "writer", None):
+        sets["shadowreplay_writer"] = args.writer
     if args.metrics_url:
         sets["shadowreplay_metrics_url"] = args.metrics_url
         sets["shadowreplay_metrics_interval"] = args.metrics_interval

@@ -57,6 +57,8 @@ def _row_size(row: dict[str, Any]) -> int:
 
 
 class Writer:
+    lower_switch_interval = True  # False where no event loop shares this process (writer process)
+
     def __init__(self, config: WriterConfig, scrubber: Scrubber, options: RowOptions) -> None:
         self.config = config
         self.scrubber = scrubber
@@ -85,11 +87,17 @@ class Writer:
         self.submitted += 1
         return True
 
+    def put(self, exchange: Any, timeout: float | None = None) -> None:
+        """Queues an exchange, waiting while the queue is full (the writer process's reader uses
+        this: back-pressure goes to the pipe, and from there to the proxy's bounded queue)."""
+        self._q.put(exchange, timeout=timeout)
+        self.submitted += 1
+
     def start(self) -> "Writer":
         # The writer thread shares the GIL with mitmproxy's event loop. With CPython's default
         # 5 ms switch interval a busy writer delays each wake-up of the loop (a streamed chunk,
         # a new request) by up to 5 ms; 0.5 ms bounds that delay at a small cost in switches.
-        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+        if self.lower_switch_interval and sys.getswitchinterval() > SWITCH_INTERVAL_S:
             sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
         self._write_status()
@@ -197,21 +205,29 @@ class Writer:
         self.rows_written += len(rows)
         self.files_written += len(paths)
 
-    def _write_status(self) -> None:
-        status = {
+    def status(self) -> dict[str, Any]:
+        return {
             **self.counters(),
+            "writer": "thread",
             "started_at": self.started_at,
             "updated_at": time.time(),
             "last_error": self.last_error,
             "out_dir": str(self.config.out_dir),
         }
-        path = self.config.out_dir / STATUS_FILE
-        tmp = path.with_name(f".{STATUS_FILE}.tmp")
-        try:
-            tmp.write_text(json.dumps(status, indent=1) + "\n")
-            os.replace(tmp, path)
-        except OSError as e:
-            log.error("recorder: cannot write %s (%s)", path, e)
+
+    def _write_status(self) -> None:
+        write_status(self.config.out_dir, self.status())
+
+
+def write_status(out_dir: Path, status: dict[str, Any]) -> None:
+    """Replaces DIR/recorder_status.json atomically (counters only: never content)."""
+    path = out_dir / STATUS_FILE
+    tmp = path.with_name(f".{STATUS_FILE}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(status, indent=1) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        log.error("recorder: cannot write %s (%s)", path, e)
 
 
 def read_status(out_dir: str | os.PathLike) -> dict[str, Any]:

@@ -172,10 +172,11 @@ def _strings(v):
             yield from _strings(x)
 
 
-def test_planted_pii_never_reaches_disk(tmp_path, server, key_file):
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_planted_pii_never_reaches_disk(tmp_path, server, key_file, writer):
     out = tmp_path / "data"
     text = f"I am {PII['email']}, phone {PII['phone']}, cell {PII['cn_mobile']}, id {PII['cn_id']}, card {PII['card']}"
-    with Proxy(server.url, out, key_file, free_port(), shadowreplay_rotate_seconds=0.5) as proxy:
+    with Proxy(server.url, out, key_file, free_port(), shadowreplay_rotate_seconds=0.5, shadowreplay_writer=writer) as proxy:
         with httpx.Client(base_url=proxy.url, timeout=30) as c:
             auth = {"authorization": f"Bearer {PII['bearer']}", "x-user-email": PII["email"]}
             stream_request(c, "/v1/chat/completions", chat(text, max_tokens=40, stream=True), auth)
@@ -186,6 +187,7 @@ def test_planted_pii_never_reaches_disk(tmp_path, server, key_file):
             c.post("/v1/embeddings", json={"input": [text]}, headers={"user-agent": f"app ({PII['email']})"})
         proxy.stop(signal.SIGTERM)
         log = proxy.log()
+    assert json.loads((out / "recorder_status.json").read_text())["writer"] == writer
     rows = read_requests(out)
     assert len(rows) == 6
     assert sum(sum((r["pii_counts"] or {}).values()) for r in rows) >= 20

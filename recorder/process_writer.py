@@ -1,0 +1,317 @@
+"""The proxy side of the writer process: a bounded queue and a feeder thread that pickles
+batches of raw exchanges down a pipe to `python -m recorder.writer_proc`.
+
+Scrubbing (~1 ms of CPU per chat row) and Parquet encoding then run in another process with its
+own GIL, so they no longer stall mitmproxy's event loop; what stays here is `submit` (a
+non-blocking put) and pickling about one batch per wake-up in the feeder.
+
+Raw exchanges only ever travel through the pipe. The child gets the key file's path (or inherits
+the environment variable), never the key. If the child dies, traffic keeps flowing: the batches
+it had not written are counted as `dropped_writer_died`, the status file says `writer_alive:
+false` with the exit code, and a new child is started (backing off up to 30 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from .exchange import Exchange, RowOptions
+from .writer import WriterConfig, read_status, write_status
+from .writer_proc import CARRIED, encode
+
+log = logging.getLogger("shadowreplay.recorder")
+
+BATCH_MAX = 64  # exchanges per pipe message (pickling a batch holds the GIL: keep it short)
+POLL_S = 1.0  # how often an idle feeder checks the child and reports drops
+RESTART_MAX_S = 30.0
+READY_TIMEOUT_S = 60.0
+_STOP = object()
+
+
+class ProcessWriter:
+    """Same interface as `Writer` (submit, start, flush, close, counters, queued)."""
+
+    def __init__(self, config: WriterConfig, key_file: str | None, options: RowOptions) -> None:
+        self.config = config
+        self.key_file = key_file
+        self.options = options
+        self._q: queue.Queue = queue.Queue(maxsize=config.queue_size)
+        self._feeder: threading.Thread | None = None
+        self._proc: subprocess.Popen | None = None
+        self.started_at = time.time()
+        # proxy-side counters
+        self.submitted = 0
+        self.dropped_queue_full = 0
+        self.dropped_writer_died = 0
+        self.writer_restarts = 0
+        self._sent = 0  # exchanges sent to the current child
+        self._carried: dict[str, int] = {k: 0 for k in CARRIED}
+        self._reported_drops = 0
+        self.last_error: str | None = None
+        self._closing = False
+
+    # --- proxy side ---
+    def submit(self, exchange: Exchange) -> bool:
+        try:
+            self._q.put_nowait(exchange)
+        except queue.Full:
+            self.dropped_queue_full += 1
+            return False
+        self.submitted += 1
+        return True
+
+    @property
+    def queued(self) -> int:
+        return self._q.qsize()
+
+    def start(self) -> "ProcessWriter":
+        self.config.out_dir.mkdir(parents=True, exist_ok=True)
+        if not self._spawn():
+            self._child_died(self._proc.returncode if self._proc else None)
+            self._write_status(alive=False)
+        self._feeder = threading.Thread(target=self._run, name="shadowreplay-feeder", daemon=True)
+        self._feeder.start()
+        return self
+
+    def flush(self, timeout: float = 30.0) -> None:
+        done = threading.Event()
+        self._q.put(("flush", done))
+        done.wait(timeout)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Sends what is queued, closes the pipe and waits (bounded) for the child to write it."""
+        t = self._feeder
+        if t is None:
+            return
+        self._feeder = None
+        self._closing = True
+        self._q.put(_STOP)
+        t.join(timeout)
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            proc.wait(max(1.0, timeout))
+        except subprocess.TimeoutExpired:
+            log.error(
+                "recorder: the writer process (pid %d) is still writing after %.0f s; it finishes on its own",
+                proc.pid,
+                timeout,
+            )
+            return
+        if proc.returncode != 0:
+            self._child_died(proc.returncode)
+            self._write_status(alive=False)
+
+    def counters(self) -> dict[str, Any]:
+        c: dict[str, Any] = {
+            "submitted": self.submitted,
+            **self._carried,
+            "dropped_queue_full": self.dropped_queue_full,
+            "dropped_writer_died": self.dropped_writer_died,
+            "writer_restarts": self.writer_restarts,
+            "queued": self.queued,
+        }
+        st = self._child_status()
+        if st:
+            for k in CARRIED:
+                c[k] = max(c[k], int(st.get(k, 0)))
+        return c
+
+    # --- feeder thread ---
+    def _proxy_counters(self) -> dict[str, Any]:
+        return {
+            "submitted": self.submitted,
+            "dropped_queue_full": self.dropped_queue_full,
+            "dropped_writer_died": self.dropped_writer_died,
+            "writer_restarts": self.writer_restarts,
+            "writer_last_exit": self.last_error,
+        }
+
+    def _spawn(self) -> bool:
+        """Starts a child and waits (bounded) until it is ready, so that its start-up (imports,
+        ~1 s of CPU) is over before traffic is measured; False when it did not come up."""
+        cmd = [sys.executable, "-m", "recorder.writer_proc"]
+        self._proc = proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        self._sent = 0
+        sent = self._send(
+            (
+                "config",
+                {
+                    "out_dir": str(self.config.out_dir),
+                    "rotate_seconds": self.config.rotate_seconds,
+                    "rotate_bytes": self.config.rotate_bytes,
+                    "key_file": self.key_file,
+                    "row_options": self.options,
+                    "carried": dict(self._carried),
+                    "proxy": self._proxy_counters(),
+                    "started_at": self.started_at,
+                },
+            )
+        )
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout.fileno()], [], [], READY_TIMEOUT_S) if sent else ([], [], [])
+        if ready and os.read(proc.stdout.fileno(), 1) == b"R":
+            return True
+        if proc.poll() is None:
+            log.error("recorder: the writer process did not start within %.0f s", READY_TIMEOUT_S)
+            proc.kill()
+        proc.wait()
+        return False
+
+    def _send(self, message: Any) -> bool:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return False
+        try:
+            proc.stdin.write(encode(message))
+            proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def _child_status(self) -> dict[str, Any] | None:
+        try:
+            st = read_status(self.config.out_dir)
+        except (OSError, ValueError):
+            return None
+        return st if st.get("writer") == "process" else None
+
+    def _child_died(self, code: int | None) -> None:
+        """Counts what the dead child had not written, carries its counters over."""
+        st = self._child_status() or {}
+        written = 0
+        for k in CARRIED:
+            total = int(st.get(k, self._carried[k]))
+            if k in ("rows_written", "dropped_write_failed"):
+                written += total - self._carried[k]
+            self._carried[k] = max(self._carried[k], total)
+        lost = max(0, self._sent - written)
+        self.dropped_writer_died += lost
+        self._sent = 0
+        self.last_error = f"writer process exited with code {code}"
+        log.error(
+            "recorder: the writer process exited (code %s); %d records lost with it, %d in total; traffic is not affected",
+            code,
+            lost,
+            self.dropped_writer_died,
+        )
+        self._proc = None
+
+    def _check_child(self, backoff: list[float]) -> bool:
+        """True when a child is running (restarting a dead one when its back-off has passed)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            return True
+        if proc is not None:
+            proc.wait()
+            self._child_died(proc.returncode)
+            self._write_status(alive=False)
+            backoff[1] = time.monotonic() + backoff[0]
+        if time.monotonic() < backoff[1]:
+            return False
+        self.writer_restarts += 1  # before the spawn: the new child's status file reports it
+        try:
+            ok = self._spawn()
+        except OSError as e:
+            ok = False
+            self.last_error = f"cannot start the writer process: {e}"
+            log.error("recorder: %s", self.last_error)
+        if not ok:
+            if self._proc is not None:
+                self._child_died(self._proc.returncode)
+                self._write_status(alive=False)
+            backoff[0] = min(RESTART_MAX_S, backoff[0] * 2)
+            backoff[1] = time.monotonic() + backoff[0]
+            return False
+        backoff[0] = min(RESTART_MAX_S, backoff[0] * 2)
+        log.warning("recorder: writer process restarted (%d restarts)", self.writer_restarts)
+        return True
+
+    def _report_drops(self) -> None:
+        if self.dropped_queue_full > self._reported_drops:
+            log.warning(
+                "recorder: %d records dropped so far because the queue (%d) was full",
+                self.dropped_queue_full,
+                self.config.queue_size,
+            )
+            self._reported_drops = self.dropped_queue_full
+
+    def _run(self) -> None:
+        backoff = [0.5, 0.0]  # [next delay, restart not before (monotonic)]
+        pending: Any = None  # an item taken from the queue that could not be sent yet
+        while True:
+            item = pending
+            pending = None
+            if item is None:
+                try:
+                    item = self._q.get(timeout=POLL_S)
+                except queue.Empty:
+                    self._report_drops()
+                    self._check_child(backoff)
+                    continue
+            if item is _STOP:
+                self._send(("batch", self._proxy_counters(), []))
+                proc = self._proc
+                if proc is not None and proc.stdin is not None:
+                    try:
+                        proc.stdin.close()  # end of input: the child writes everything and exits
+                    except OSError:
+                        pass
+                return
+            if not self._check_child(backoff):
+                # no child (backing off): keep the item, let the bounded queue absorb (and count)
+                if isinstance(item, tuple) and item and item[0] == "flush":
+                    item[1].set()
+                else:
+                    pending = item
+                    time.sleep(0.05)
+                continue
+            if isinstance(item, tuple) and item and item[0] == "flush":
+                self._flush_child(item[1])
+                continue
+            batch = [item]
+            while len(batch) < BATCH_MAX:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is _STOP or (isinstance(nxt, tuple) and nxt and nxt[0] == "flush"):
+                    pending = nxt
+                    break
+                batch.append(nxt)
+            self._sent += len(batch)
+            if not self._send(("batch", self._proxy_counters(), batch)):
+                self._check_child(backoff)  # counts the batch (it is in _sent) with the child's loss
+            self._report_drops()
+
+    def _flush_child(self, done: threading.Event) -> None:
+        proc = self._proc
+        if proc is not None and self._send(("flush", self._proxy_counters())) and proc.stdout is not None:
+            try:
+                proc.stdout.read(1)  # b"F" when written, b"" when the child died
+            except OSError:
+                pass
+        done.set()
+
+    def _write_status(self, alive: bool) -> None:
+        write_status(
+            self.config.out_dir,
+            {
+                **self.counters(),
+                "writer": "process" if alive else "process-dead",
+                "writer_alive": alive,
+                "started_at": self.started_at,
+                "updated_at": time.time(),
+                "last_error": self.last_error,
+                "out_dir": str(self.config.out_dir),
+            },
+        )
