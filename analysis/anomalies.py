@@ -15,6 +15,8 @@ from typing import Any
 
 import duckdb
 
+from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
+
 from . import fmt
 from .session import Sources, has_column_data, materialize, query
 from .units import format_duration
@@ -73,11 +75,17 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
     # who = client, else route: folded once here so only one string column is kept in memory.
-    n = materialize(con, ["t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
+    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
     res["requests"] = n
     if n == 0:
         res["notes"] = [f"{table} holds no rows"]
         return res
+    # A replay whose recording is known folds on the recorded start times (lat.fold_t), so its
+    # slots are the recording's whatever the replay's start or speed.
+    res["fold_clock"] = "recording" if table == REPLAY_RESULTS and src.has(REQUESTS) else ("replay" if table == REPLAY_RESULTS else "recording")
+    if table == REPLAY_RESULTS:
+        notes.append("folded on the recording's clock (each request at its recorded ts_start)" if res["fold_clock"] == "recording"
+                     else "no recording found for this replay (no manifest.json recording, none given): folded on the replay's own clock (scheduled_at)")
     metric = p.metric
     if metric == "ttft" and not has_column_data(con, "ttft_ms"):
         notes.append("no TTFT recorded (not streamed): using e2e latency instead")

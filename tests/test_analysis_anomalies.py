@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from analysis.anomalies import MONDAY_S, slot_label
-from tests.analysis_helpers import PlantedAnomaly, SynthSpec, fold_cells_numpy, read_table, run_cli, run_json, weekly_recording, write_recording
+from tests.analysis_helpers import (
+    PlantedAnomaly, SynthSpec, fold_cells_numpy, read_table, run_cli, run_json, weekly_recording, write_recording, write_replay, write_sorted,
+)
 
 
 @pytest.fixture
@@ -127,3 +129,66 @@ def test_bad_period_is_a_clear_error(weekly, capsys):
     assert rc == 2 and "unknown unit" in err and "Traceback" not in err
     rc, out, err = run_cli(capsys, "analyze", "anomalies", weekly, "--period", "1h", "--bucket", "2h")
     assert rc == 2 and "longer than --period" in err
+
+
+# ---------------------------------------------------------------- replays fold on the recording's clock
+
+SHIFT_S = 3 * 86400 + 17.25  # the replay ran days later, at another phase of the minute
+
+
+@pytest.fixture(scope="module")
+def planted_replay(tmp_path_factory):
+    root = tmp_path_factory.mktemp("replay-fold")
+    spec = SynthSpec(periods=12, period_s=60, rate_per_s=2.0, seed=8,
+                     anomaly=PlantedAnomaly(offset_s=30, duration_s=10, client_id="nightly-batch", batch_rate_per_s=1.5))
+    req = write_recording(root / "rec", spec)
+    # The same latencies as recorded (no noise), scheduled SHIFT_S later.
+    write_replay(root / "rep", req, recording=root / "rec", shift_s=SHIFT_S, noise_sigma=0)
+    write_replay(root / "rep-alone", req, shift_s=SHIFT_S, noise_sigma=0)  # no manifest: recording unknown
+    return root
+
+
+def test_replay_folds_on_the_recording_clock(planted_replay, capsys):
+    fold = ("--period", "60s", "--bucket", "10s")
+    rec = run_json(capsys, "analyze", "anomalies", planted_replay / "rec", *fold)
+    rep = run_json(capsys, "analyze", "anomalies", planted_replay / "rep", *fold)
+    assert [a["label"] for a in rec["anomalies"]] == ["+30s-40s of each 1m period"]
+    assert rep["table"] == "replay_results" and rep["fold_clock"] == "recording"
+    assert any("recording's clock" in n for n in rep["notes"])
+    # Same requests, same latencies, folded on the same clock: the same result, period starts included.
+    assert rep["anomalies"] == rec["anomalies"]
+    assert (rep["periods"], rep["slots"]) == (rec["periods"], rec["slots"])
+    # Both paths given (no manifest needed) fold the same way.
+    both = run_json(capsys, "analyze", "anomalies", planted_replay / "rep-alone", planted_replay / "rec", *fold)
+    assert both["anomalies"] == rec["anomalies"]
+
+
+def test_replay_without_recording_folds_on_its_own_clock(planted_replay, capsys):
+    """The control: without the recording the slot sits at the replay's phase (30 s + 17.25 s), which
+    is what replays used to report even when the recording was known."""
+    rep = run_json(capsys, "analyze", "anomalies", planted_replay / "rep-alone", "--period", "60s", "--bucket", "10s")
+    assert rep["fold_clock"] == "replay"
+    assert any("own clock" in n for n in rep["notes"])
+    assert "+30s-40s of each 1m period" not in [a["label"] for a in rep["anomalies"]]
+    assert "+50s-1m of each 1m period" in [a["label"] for a in rep["anomalies"]]
+    assert {a["label"] for a in rep["anomalies"]} <= {"+40s-50s of each 1m period", "+50s-1m of each 1m period"}
+
+
+def test_replayed_request_missing_from_recording_folds_at_the_median_offset(planted_replay):
+    """A replayed request the recording lacks is placed at its scheduled time minus the replay's
+    median offset from the recording (here exactly SHIFT_S)."""
+    from analysis.session import open_dataset
+    from shadowreplay.dataset import write_rows
+
+    extra = planted_replay / "rep-extra"
+    rep = read_table(planted_replay / "rep", "replay_results")
+    write_sorted(extra, "replay_results", rep)
+    t_extra = dt.datetime(2026, 10, 8, 12, 0, 5, tzinfo=dt.timezone.utc)
+    write_rows(extra, "replay_results", [{"request_id": "not-recorded", "scheduled_at": t_extra, "e2e_ms": 10.0, "status": 200}])
+    (extra / "manifest.json").write_text((planted_replay / "rep" / "manifest.json").read_text())
+    con, _, table = open_dataset([str(extra)])
+    assert table == "replay_results"
+    got = con.execute("SELECT epoch(fold_t) - epoch(t) FROM lat WHERE request_id = 'not-recorded'").fetchone()[0]
+    assert got == pytest.approx(-SHIFT_S, abs=1e-6)
+    rec_ok = con.execute("SELECT count(*) FROM lat l WHERE request_id <> 'not-recorded' AND abs(epoch(fold_t) - epoch(t) + ?) > 1e-6", [SHIFT_S]).fetchone()[0]
+    assert rec_ok == 0

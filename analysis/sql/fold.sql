@@ -1,12 +1,14 @@
 -- Folds time onto a period: each request gets period_no (which period) and slot (which bucket of
 -- the period). Parameters: period_s, bucket_s, origin_s (the instant periods start from: a
 -- Monday 00:00 UTC for weeks, the epoch otherwise), lat_metric ('e2e' or 'ttft').
+-- The fold reads fold_t (a replay's recorded ts_start when its recording is known); t stays the
+-- time the request ran, which engine_windows.sql matches against engine_metrics.
 CREATE OR REPLACE TEMP VIEW folded AS
 SELECT
     t,
-    floor((epoch(t) - getvariable('origin_s')) / getvariable('period_s'))::BIGINT AS period_no,
-    floor(((epoch(t) - getvariable('origin_s'))
-        - floor((epoch(t) - getvariable('origin_s')) / getvariable('period_s')) * getvariable('period_s'))
+    floor((epoch(fold_t) - getvariable('origin_s')) / getvariable('period_s'))::BIGINT AS period_no,
+    floor(((epoch(fold_t) - getvariable('origin_s'))
+        - floor((epoch(fold_t) - getvariable('origin_s')) / getvariable('period_s')) * getvariable('period_s'))
         / getvariable('bucket_s'))::INTEGER AS slot,
     CASE WHEN getvariable('lat_metric') = 'ttft' THEN coalesce(ttft_ms, e2e_ms) ELSE e2e_ms END AS lat_ms,
     prompt_len,

@@ -3,6 +3,7 @@ CREATE OR REPLACE VIEW lat AS
 SELECT
     request_id,
     scheduled_at AS t,
+    scheduled_at AS fold_t,  -- no recording known: folds use the replay's own clock
     kind,
     model,
     client_id,

@@ -3,6 +3,14 @@ CREATE OR REPLACE VIEW lat AS
 SELECT
     request_id,
     scheduled_at AS t,
+    -- Periodic folds use the recording's clock, so a replay's slots line up with its recording's
+    -- whenever (and at whatever speed) it ran; a request the recording lacks is placed at its
+    -- scheduled time minus the replay's median offset from the recording.
+    coalesce(
+        rec_ts_start,
+        scheduled_at - to_microseconds((SELECT median(epoch_us(scheduled_at) - epoch_us(rec_ts_start))::BIGINT FROM replayed)),
+        scheduled_at
+    ) AS fold_t,
     kind,
     model,
     client_id,

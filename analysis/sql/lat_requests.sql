@@ -4,6 +4,7 @@ CREATE OR REPLACE VIEW lat AS
 SELECT
     request_id,
     ts_start AS t,
+    ts_start AS fold_t,  -- the clock periodic folds use
     kind,
     model,
     client_id,
