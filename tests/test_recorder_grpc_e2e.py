@@ -22,6 +22,7 @@ from shadowreplay.dataset import parquet_files
 from shadowreplay.schema import REQUESTS
 from tests.conftest import REPO, free_port
 from tests.grpc_llm_server import LlmServer
+from tests.recorder_helpers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -87,6 +88,13 @@ def read_rows(out: Path) -> list[dict]:
     return rows
 
 
+def _rows_written(out: Path) -> int:
+    try:
+        return int(json.loads((out / "recorder_status.json").read_text())["rows_written"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
 def call_name(row: dict) -> str:
     return json.loads(row["request_headers"]).get("x-test-call", "")
 
@@ -113,7 +121,9 @@ def session(tmp_path_factory) -> Session:
     s = Session()
     with LlmServer() as server:
         pb2, stubs = server.pb2, server.pb2_grpc
-        proc, port = start_mitmdump(f"http://127.0.0.1:{server.port}", out, key_file)
+        # short rotation: the warm-up rows are written (below) before the timed call starts
+        proc, port = start_mitmdump(f"http://127.0.0.1:{server.port}", out, key_file,
+                                    "--set", "shadowreplay_rotate_seconds=0.2")  # fmt: skip
         try:
             with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
                 grpc.channel_ready_future(ch).result(timeout=10)
@@ -124,6 +134,9 @@ def session(tmp_path_factory) -> Session:
                 for _ in range(2):
                     list(stub.Generate(pb2.GenerateRequest(prompt="warm", max_tokens=2), timeout=10,
                                        metadata=(("x-test-call", "warmup"),)))  # fmt: skip
+                # ...and the recorder has converted and written their rows, so its CPU burst (first
+                # gRPC conversion: lazy imports, first scrubs) does not overlap the timed call
+                wait_for(lambda: _rows_written(out) >= 2, timeout=30, what="the warm-up rows to be written")
 
                 # 1) server streaming, messages 40 ms apart, PII in request and echoed back
                 req = pb2.GenerateRequest(
@@ -346,7 +359,9 @@ def test_sigterm_mid_stream_records_the_call_in_flight(tmp_path_factory):
     key_file.write_bytes(b"grpc-e2e-test-key-0123456789abcdef")
     out = tmp_path_factory.mktemp("grpc_term_out")
     with LlmServer() as server:
-        proc, port = start_mitmdump(f"http://127.0.0.1:{server.port}", out, key_file)
+        # short rotation: the warm-up rows are written (below) before the timed call starts
+        proc, port = start_mitmdump(f"http://127.0.0.1:{server.port}", out, key_file,
+                                    "--set", "shadowreplay_rotate_seconds=0.2")  # fmt: skip
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
             stub = server.pb2_grpc.LlmStub(ch)
             it = stub.Generate(server.pb2.GenerateRequest(prompt="long", max_tokens=200, gap_ms=20), timeout=30)
