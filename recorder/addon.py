@@ -54,7 +54,7 @@ def _seconds(value: str, name: str) -> float:
 
 
 WRITERS = ["process", "thread"]
-DEFAULT_WRITER = "thread"
+DEFAULT_WRITER = "process"
 
 
 class Recorder:
