@@ -1,7 +1,7 @@
 """Recorder benchmark: direct vs bare mitmdump vs mitmdump + recorder, side by side in one run.
 
     .venv/bin/python benchmarks/recorder_bench.py [--runs 3] [--seconds 5] [--concurrency 32]
-        [--rate 100] [--check-rate 1000] [--check-seconds 10] [--json out.json]
+        [--rate 100] [--check-rate 1000] [--check-seconds 10] [--writers thread,process] [--json out.json]
 
 Starts tests/sse_server.py (a vLLM-like SSE server, no delays) and three front doors:
   direct            the server itself
@@ -13,7 +13,8 @@ Each run measures, per front door and interleaved:
   latency     open loop at --rate req/s: TTFT (first content event) and total, p50/p99, in ms
 Then a recording check: open loop at --check-rate req/s for --check-seconds through the recorder;
 afterwards the recorder is stopped (SIGINT) and its status file and DuckDB row count are compared
-with the requests sent. Figures are medians over --runs. The client is a lean asyncio HTTP/1.1
+with the requests sent. CPU ms/req counts the front-door process plus, for the process writer,
+its child. Figures are medians over --runs. The client is a lean asyncio HTTP/1.1
 client (keep-alive, chunked), so the load generator is not the bottleneck it would be with httpx.
 """
 
@@ -242,12 +243,17 @@ def wait_drained(out: Path, expected: int, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def pipeline_check(rate: float, seconds: float) -> dict:
+def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
     """The recorder's own capacity, without mitmproxy: exchanges shaped like the benchmark's chat
-    streams (body, 10 SSE events, usage chunk) are submitted to a Writer at `rate` per second
-    for `seconds`; returns drops, rows written and the writer's CPU per row."""
+    streams (body, 10 SSE events, usage chunk) are submitted to a Writer (thread) or a
+    ProcessWriter (child process) at `rate` per second for `seconds`; returns drops, rows written
+    and the writer's CPU per row (for the process writer: the feeder thread here, which pickles,
+    and the child, which scrubs and writes)."""
+    import resource
+
     from anonymize import Scrubber
     from recorder.exchange import HttpExchange, RowOptions
+    from recorder.process_writer import ProcessWriter
     from recorder.writer import Writer, WriterConfig, read_status
 
     words = json.loads(BODY)["messages"][0]["content"].split()
@@ -260,7 +266,14 @@ def pipeline_check(rate: float, seconds: float) -> dict:
     headers = [("host", "127.0.0.1"), ("content-type", "application/json"),
                ("authorization", "Bearer sk-bench-0123456789abcdef"), ("content-length", str(len(BODY)))]
     out = Path(tempfile.mkdtemp(prefix="recorder-pipeline-"))
-    w = Writer(WriterConfig(out_dir=out, rotate_seconds=5), Scrubber(os.urandom(32)), RowOptions()).start()
+    cfg = WriterConfig(out_dir=out, rotate_seconds=5)
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if writer == "process":
+        keydir = Path(tempfile.mkdtemp(prefix="recorder-pipeline-key-"))
+        (keydir / "scrub.key").write_bytes(os.urandom(32).hex().encode())
+        w = ProcessWriter(cfg, str(keydir / "scrub.key"), RowOptions()).start()
+    else:
+        w = Writer(cfg, Scrubber(os.urandom(32)), RowOptions()).start()
     n = int(rate * seconds)
     t_cpu = time.thread_time()  # this thread only: the submitting side
     c0 = time.process_time()
@@ -279,11 +292,14 @@ def pipeline_check(rate: float, seconds: float) -> dict:
     submit_end = time.perf_counter()
     w.close()
     total = time.perf_counter() - start
-    cpu = time.process_time() - c0 - (time.thread_time() - t_cpu)
+    cpu = time.process_time() - c0 - (time.thread_time() - t_cpu)  # writer/feeder threads in this process
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_cpu = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
     st = read_status(out)
-    return {"rate": rate, "seconds": seconds, "submitted": n, "achieved_submit_rps": n / (submit_end - start),
+    return {"writer": writer, "rate": rate, "seconds": seconds, "submitted": n, "achieved_submit_rps": n / (submit_end - start),
             "dropped_queue_full": st["dropped_queue_full"], "rows_written": st["rows_written"],
-            "writer_cpu_ms_per_row": cpu / n * 1000, "drain_s_after_last_submit": total - (submit_end - start)}
+            "in_proxy_cpu_ms_per_row": cpu / n * 1000, "child_cpu_ms_per_row": child_cpu / n * 1000,
+            "writer_cpu_ms_per_row": (cpu + child_cpu) / n * 1000, "drain_s_after_last_submit": total - (submit_end - start)}
 
 
 def main() -> None:
@@ -295,11 +311,15 @@ def main() -> None:
     ap.add_argument("--check-rate", type=float, default=1000.0)
     ap.add_argument("--check-seconds", type=float, default=10.0)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--pipeline-only", action="store_true", help="only the in-process recording capacity check")
+    ap.add_argument("--pipeline-only", action="store_true", help="only the recording capacity check (no mitmproxy)")
+    ap.add_argument("--writers", default="thread,process", help="recorder writer modes to measure (comma-separated)")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    pipe = pipeline_check(a.check_rate, a.check_seconds) if a.check_seconds > 0 else {}
-    print(f"pipeline check (writer without mitmproxy) at {a.check_rate:.0f}/s for {a.check_seconds:.0f} s: {pipe}", flush=True)
+    writers = [x for x in a.writers.split(",") if x]
+    pipe = {}
+    for wm in writers:
+        pipe[wm] = pipeline_check(a.check_rate, a.check_seconds, wm) if a.check_seconds > 0 else {}
+        print(f"pipeline check ({wm} writer, no mitmproxy) at {a.check_rate:.0f}/s for {a.check_seconds:.0f} s: {pipe[wm]}", flush=True)
     if a.pipeline_only:
         return
 
@@ -307,7 +327,6 @@ def main() -> None:
     keydir = tmp / "keys"
     keydir.mkdir()
     (keydir / "scrub.key").write_bytes(os.urandom(32).hex().encode())
-    out = tmp / "data"
     srv_port = free_port()
     procs: dict[str, subprocess.Popen] = {}
     ports = {"direct": srv_port}
@@ -318,54 +337,103 @@ def main() -> None:
     fronts = {
         "mitm-bare": [],
         "mitm-bare-stream": ["--set", "stream_large_bodies=1"],
-        "mitm-recorder": ["-s", str(REPO / "recorder" / "record_addon.py"), "--set", f"shadowreplay_out={out}",
-                          "--set", f"shadowreplay_key_file={keydir / 'scrub.key'}", "--set", "shadowreplay_rotate_seconds=1"],
     }
+    outs: dict[str, Path] = {}
+    for wm in writers:
+        name = "mitm-recorder" if wm == "thread" else f"mitm-recorder-{wm}"
+        outs[name] = tmp / f"data-{wm}"
+        fronts[name] = ["-s", str(REPO / "recorder" / "record_addon.py"), "--set", f"shadowreplay_out={outs[name]}",
+                        "--set", f"shadowreplay_key_file={keydir / 'scrub.key'}", "--set", "shadowreplay_rotate_seconds=1",
+                        "--set", f"shadowreplay_writer={wm}"]
     for name, extra in fronts.items():
         ports[name] = free_port()
         procs[name] = start([MITMDUMP, *common, "--listen-port", str(ports[name]), *extra], tmp / f"{name}.log")
     for name in fronts:
         wait_port(ports[name], procs[name])
-    deadline = time.monotonic() + 60
-    while not (out / "recorder_status.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    sent_to_recorder = 0
+    for out in outs.values():
+        deadline = time.monotonic() + 60
+        while not (out / "recorder_status.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def writer_pid(name: str) -> int | None:
+        try:
+            return json.loads((outs[name] / "recorder_status.json").read_text()).get("writer_pid")
+        except (OSError, ValueError):
+            return None
+
+    def cpu_of(name: str) -> tuple[float, float]:
+        """(front-door process CPU s, its writer process CPU s)"""
+        main = proc_cpu_s(procs["server" if name == "direct" else name].pid)
+        wp = writer_pid(name) if name in outs else None
+        try:
+            child = proc_cpu_s(wp) if wp else 0.0
+        except OSError:
+            child = 0.0
+        return main, child
+
+    sent = {name: 0 for name in outs}
     results: dict[str, list[dict]] = {k: [] for k in ports}
+    checks: dict[str, dict] = {}
     try:
         for name, port in ports.items():  # warm-up
             w = asyncio.run(closed_loop(port, 4, 0.5))
-            if name == "mitm-recorder":
-                sent_to_recorder += w["done"]
+            if name in outs:
+                sent[name] += w["done"]
         for run in range(a.runs):
             for name, port in ports.items():
-                pid = procs["server" if name == "direct" else name].pid
-                c0 = proc_cpu_s(pid)
+                c0, w0 = cpu_of(name)
                 tp = asyncio.run(closed_loop(port, a.concurrency, a.seconds))
-                if name == "mitm-recorder":
-                    wait_drained(out, sent_to_recorder + tp["done"])
-                tp["cpu_ms_per_req"] = (proc_cpu_s(pid) - c0) / max(1, tp["done"]) * 1000
+                if name in outs:
+                    wait_drained(outs[name], sent[name] + tp["done"])
+                c1, w1 = cpu_of(name)
+                tp["proxy_cpu_ms_per_req"] = (c1 - c0) / max(1, tp["done"]) * 1000
+                tp["cpu_ms_per_req"] = (c1 - c0 + w1 - w0) / max(1, tp["done"]) * 1000  # incl. a writer process
                 lat = asyncio.run(open_loop(port, a.rate, a.seconds))
                 results[name].append({**tp, **{f"lat_{k}": v for k, v in lat.items()}})
-                if name == "mitm-recorder":
-                    sent_to_recorder += tp["done"] + lat["ok"]
-                print(f"run {run + 1} {name:17s} {tp['rps']:7.0f} req/s  cpu {tp['cpu_ms_per_req']:.2f} ms/req  ttft p50 {lat['ttft_p50_ms']:.2f} "
+                if name in outs:
+                    sent[name] += tp["done"] + lat["ok"]
+                print(f"run {run + 1} {name:22s} {tp['rps']:7.0f} req/s  cpu {tp['cpu_ms_per_req']:.2f} ms/req "
+                      f"(proxy process {tp['proxy_cpu_ms_per_req']:.2f})  ttft p50 {lat['ttft_p50_ms']:.2f} "
                       f"p99 {lat['ttft_p99_ms']:.2f}  total p50 {lat['total_p50_ms']:.2f} p99 {lat['total_p99_ms']:.2f} ms"
                       f"  errors {tp['errors'] + lat['errors']}", flush=True)
-        check = asyncio.run(open_loop(ports["mitm-recorder"], a.check_rate, a.check_seconds)) if a.check_seconds > 0 else {"ok": 0}
-        sent_to_recorder += check["ok"]
-        print(f"check at {a.check_rate:.0f} req/s through the recorder: {check}", flush=True)
+        for name in outs:
+            checks[name] = asyncio.run(open_loop(ports[name], a.check_rate, a.check_seconds)) if a.check_seconds > 0 else {"ok": 0}
+            sent[name] += checks[name]["ok"]
+            print(f"check at {a.check_rate:.0f} req/s through {name}: {checks[name]}", flush=True)
     finally:
-        for name in ("mitm-bare", "mitm-bare-stream", "mitm-recorder", "server"):
-            stop(procs[name])
-    status = json.loads((out / "recorder_status.json").read_text())
+        for name in procs:
+            if name != "server":
+                stop(procs[name])
+        stop(procs["server"])
     import duckdb
 
-    rows = duckdb.connect().execute(f"select count(*) from read_parquet('{out}/requests/**/*.parquet')").fetchone()[0]
+    statuses = {name: json.loads((out / "recorder_status.json").read_text()) for name, out in outs.items()}
+    rows = {name: duckdb.connect().execute(f"select count(*) from read_parquet('{out}/requests/**/*.parquet')").fetchone()[0]
+            for name, out in outs.items()}
     med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in results.items()}
     bare_s = med["mitm-bare-stream"]
     bare_b = med["mitm-bare"]
-    recm = med["mitm-recorder"]
+    rec_names = list(outs)
+    recm = med[rec_names[0]]
+    per_writer = {
+        name: {
+            "throughput_cost_vs_bare_stream": 1 - med[name]["rps"] / bare_s["rps"],
+            "throughput_cost_vs_bare": 1 - med[name]["rps"] / bare_b["rps"],
+            "added_ttft_p50_ms_vs_bare_stream": med[name]["lat_ttft_p50_ms"] - bare_s["lat_ttft_p50_ms"],
+            "added_ttft_p99_ms_vs_bare_stream": med[name]["lat_ttft_p99_ms"] - bare_s["lat_ttft_p99_ms"],
+            "added_ttft_p99_ms_vs_direct": med[name]["lat_ttft_p99_ms"] - med["direct"]["lat_ttft_p99_ms"],
+            "cpu_ms_per_req_minus_bare_stream": med[name]["cpu_ms_per_req"] - bare_s["cpu_ms_per_req"],
+            "proxy_process_cpu_ms_per_req_minus_bare_stream": med[name]["proxy_cpu_ms_per_req"] - bare_s["proxy_cpu_ms_per_req"],
+        }
+        for name in rec_names
+    }
+    status = statuses[rec_names[0]]
+    check = checks.get(rec_names[0], {})
     summary = {
+        "per_writer": per_writer,
+        "statuses": statuses,
+        "recorded_rows_by_writer": rows,
+        "checks": checks,
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, load avg {os.getloadavg()[0]:.1f}",
         "args": vars(a) | {"json": str(a.json) if a.json else None},
         "medians": med,
@@ -376,25 +444,27 @@ def main() -> None:
         "added_ttft_p99_ms_vs_direct": recm["lat_ttft_p99_ms"] - med["direct"]["lat_ttft_p99_ms"],
         "check": check,
         "recorder_status": status,
-        "recorded_rows": rows,
+        "recorded_rows": rows[rec_names[0]],
         "pipeline_check": pipe,
         "cpu_ms_per_req_recorder_minus_bare_stream": recm["cpu_ms_per_req"] - bare_s["cpu_ms_per_req"],
-        "completed_through_recorder": sent_to_recorder,
+        "completed_through_recorder": sent,
     }
     print()
-    print("| front door | req/s (closed loop) | CPU ms/req | TTFT p50 | TTFT p99 | total p50 | total p99 |")
-    print("|---|---|---|---|---|---|---|")
+    print("| front door | req/s (closed loop) | CPU ms/req (all) | CPU ms/req (proxy process) | TTFT p50 | TTFT p99 | total p50 | total p99 |")
+    print("|---|---|---|---|---|---|---|---|")
     for k, m in med.items():
-        print(f"| {k} | {m['rps']:.0f} | {m['cpu_ms_per_req']:.2f} | {m['lat_ttft_p50_ms']:.2f} | {m['lat_ttft_p99_ms']:.2f} | "
-              f"{m['lat_total_p50_ms']:.2f} | {m['lat_total_p99_ms']:.2f} |")
+        print(f"| {k} | {m['rps']:.0f} | {m['cpu_ms_per_req']:.2f} | {m['proxy_cpu_ms_per_req']:.2f} | {m['lat_ttft_p50_ms']:.2f} | "
+              f"{m['lat_ttft_p99_ms']:.2f} | {m['lat_total_p50_ms']:.2f} | {m['lat_total_p99_ms']:.2f} |")
     print()
-    for k in ("throughput_cost_vs_bare_stream", "throughput_cost_vs_bare", "added_ttft_p50_ms_vs_bare_stream",
-              "added_ttft_p99_ms_vs_bare_stream", "added_ttft_p99_ms_vs_direct", "cpu_ms_per_req_recorder_minus_bare_stream"):
-        print(f"{k}: {summary[k]:.3f}")
-    submitted = status["submitted"] + status["dropped_queue_full"]
-    print(f"recorder: {sent_to_recorder} requests completed by the client, {submitted} exchanges seen, "
-          f"{status['dropped_queue_full']} dropped (queue full), {status['dropped_write_failed']} dropped (write), "
-          f"{rows} rows on disk")
+    for name, figs in per_writer.items():
+        for k, v in figs.items():
+            print(f"{name} {k}: {v:.3f}")
+    for name in rec_names:
+        st = statuses[name]
+        submitted = st["submitted"] + st["dropped_queue_full"]
+        print(f"{name}: {sent[name]} requests completed by the client, {submitted} exchanges seen, "
+              f"{st['dropped_queue_full']} dropped (queue full), {st['dropped_write_failed']} dropped (write), "
+              f"{st.get('dropped_writer_died', 0)} lost with a dead writer process, {rows[name]} rows on disk")
     if a.json:
         a.json.write_text(json.dumps(summary, indent=1, default=str))
 
