@@ -38,16 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--json", action="store_true", help="machine-readable output")
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
     a.add_argument("--window", default=DEFAULT_WINDOW, help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
-    a.add_argument("--period", default="1w", help="anomalies: period to fold onto (default 1w; units ms s m h d w)")
-    a.add_argument("--bucket", default="1h", help="anomalies: slot size within the period (default 1h)")
-    a.add_argument("--metric", choices=("e2e", "ttft"), default="e2e", help="anomalies: latency judged (default e2e)")
-    a.add_argument("--tp99-ratio", type=float, default=2.0, help="anomalies: TP99 / typical TP99 that flags a cell (default 2)")
-    a.add_argument("--prompt-ratio", type=float, default=None, help="anomalies: also require mean prompt / typical >= this")
-    a.add_argument("--min-periods", type=int, default=2, help="anomalies: periods a slot must be anomalous in (default 2)")
-    a.add_argument("--min-share", type=float, default=0.5, help="anomalies: ...and in at least this share of the periods seen (default 0.5)")
-    a.add_argument("--min-requests", type=int, default=10, help="anomalies: cells with fewer requests are not judged (default 10)")
-    a.add_argument("--long-factor", type=float, default=2.0, help="anomalies: a long prompt is >= this x the typical mean (default 2)")
-    a.add_argument("--corr-window", default="10s", help="anomalies: window for the engine-metrics correlation (default 10s)")
+    add_anomaly_options(a, period="1w", bucket="1h", prefix="anomalies: ")
     a.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     a.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
     a.set_defaults(func=_cmd_analyze)
@@ -70,10 +61,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", required=True, help="HTML file to write")
     r.add_argument("--table", choices=("requests", "replay_results"))
     r.add_argument("--slo", help="SLOs shown in the summary, e.g. ttft=500ms,e2e=5s")
-    r.add_argument("--period", default="auto", help="fold period (default: 1w when the data spans 2+ weeks, else 1d, else 1m)")
-    r.add_argument("--bucket", default="auto", help="fold bucket (default: 1h for 1w/1d)")
+    add_anomaly_options(r, period="auto", bucket="auto", prefix="",
+                        period_help="fold period (default auto: 1w when the data spans 2+ weeks, 1d for 2+ days, 1h for 2+ hours, else 1m)",
+                        bucket_help="slot size within the period (default auto: 1h for 1w/1d folds, else what auto picks with the period (5m for 1h, 10s for 1m) or period/12)")
     r.add_argument("--title", help="page title")
     r.set_defaults(func=_cmd_report)
+
+
+def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str, prefix: str,
+                        period_help: str | None = None, bucket_help: str | None = None) -> None:
+    """The anomaly-search options, shared by `analyze anomalies` and `report` (same names, same
+    defaults; `report` alone may leave the fold to `auto`)."""
+    p.add_argument("--period", default=period, help=period_help or f"{prefix}period to fold onto (default {period}; units ms s m h d w)")
+    p.add_argument("--bucket", default=bucket, help=bucket_help or f"{prefix}slot size within the period (default {bucket})")
+    p.add_argument("--metric", choices=("e2e", "ttft"), default="e2e", help=f"{prefix}latency judged (default e2e)")
+    p.add_argument("--tp99-ratio", type=float, default=2.0, help=f"{prefix}TP99 / typical TP99 that flags a cell (default 2)")
+    p.add_argument("--prompt-ratio", type=float, default=None, help=f"{prefix}also require mean prompt / typical >= this")
+    p.add_argument("--min-periods", type=int, default=2, help=f"{prefix}periods a slot must be anomalous in (default 2)")
+    p.add_argument("--min-share", type=float, default=0.5, help=f"{prefix}...and in at least this share of the periods seen (default 0.5)")
+    p.add_argument("--min-requests", type=int, default=10, help=f"{prefix}cells with fewer requests are not judged (default 10)")
+    p.add_argument("--long-factor", type=float, default=2.0, help=f"{prefix}a long prompt is >= this x the typical mean (default 2)")
+    p.add_argument("--corr-window", default="10s", help=f"{prefix}window for the engine-metrics correlation (default 10s)")
 
 
 def _cmd_sql(args) -> int:
@@ -82,13 +90,15 @@ def _cmd_sql(args) -> int:
     return run(args.paths, query=args.query, file=args.file, csv=args.csv, max_rows=args.max_rows)
 
 
-def _anomaly_params(args):
+def _anomaly_params(args, allow_auto: bool = False):
+    """AnomalyParams from the shared options. With allow_auto, period_s / bucket_s are None where
+    the option is `auto` (the report picks them from the data's span)."""
     from .anomalies import AnomalyParams
     from .units import parse_duration_s
 
-    period = parse_duration_s(args.period)
-    bucket = parse_duration_s(args.bucket)
-    if bucket > period:
+    period = None if allow_auto and args.period == "auto" else parse_duration_s(args.period)
+    bucket = None if allow_auto and args.bucket == "auto" else parse_duration_s(args.bucket)
+    if period is not None and bucket is not None and bucket > period:
         raise ConfigError(f"--bucket {args.bucket} is longer than --period {args.period}")
     if args.min_periods < 1:
         raise ConfigError("--min-periods must be at least 1")
@@ -140,10 +150,9 @@ def _cmd_compare(args) -> int:
 
 def _cmd_report(args) -> int:
     from . import report
-    from .units import parse_duration_s, parse_slo
+    from .units import parse_slo
 
-    period = None if args.period == "auto" else parse_duration_s(args.period)
-    bucket = None if args.bucket == "auto" else parse_duration_s(args.bucket)
-    out = report.build(args.paths, Path(args.out), table=args.table, slo=parse_slo(args.slo), period_s=period, bucket_s=bucket, title=args.title)
+    params = _anomaly_params(args, allow_auto=True)
+    out = report.build(args.paths, Path(args.out), table=args.table, slo=parse_slo(args.slo), params=params, title=args.title)
     print(f"report written to {out}", file=sys.stderr)
     return 0

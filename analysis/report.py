@@ -4,6 +4,7 @@ anomaly table."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import html
 from pathlib import Path
@@ -41,7 +42,13 @@ def _ts_label(span_s: float):
 
 
 def build(paths: list[str], out: Path, *, table: str | None = None, slo: dict[str, float] | None = None,
-          period_s: float | None = None, bucket_s: float | None = None, title: str | None = None) -> Path:
+          params: AnomalyParams | None = None, period_s: float | None = None, bucket_s: float | None = None,
+          title: str | None = None) -> Path:
+    """Writes the report. `params` are the anomaly-search options of `analyze anomalies` (same
+    defaults); a period_s / bucket_s of None (there or in the keywords) is picked from the span."""
+    params = params or AnomalyParams(period_s=None, bucket_s=None)  # type: ignore[arg-type]
+    period_s = period_s or params.period_s
+    bucket_s = bucket_s or params.bucket_s
     con, src, tbl = open_dataset(paths, table)
     summ = analyze.compute(con, src, tbl, slo or {}, 5.0, keep=KEEP)
     notes = list(summ["notes"])
@@ -51,7 +58,7 @@ def build(paths: list[str], out: Path, *, table: str | None = None, slo: dict[st
     bucket = bucket_s or (auto[1] if period in (WEEK, DAY) or period_s is None else max(period / 12, 1))
     if bucket > period:
         raise ConfigError("--bucket is longer than --period")
-    an = anomalies.compute(con, src, tbl, AnomalyParams(period_s=period, bucket_s=bucket))
+    an = anomalies.compute(con, src, tbl, dataclasses.replace(params, period_s=period, bucket_s=bucket))
     notes += [n for n in an.get("notes", []) if n not in notes]
     sections = []
     if summ["requests"]:
@@ -148,7 +155,9 @@ def _batch_plot(con) -> str:
 def _anomaly_section(an) -> str:
     rows = an["anomalies"]
     if not rows:
-        body = '<p class="ok">No periodic anomalies: no slot had a TP99 at least ' + f"{an['params']['tp99_ratio']:g}x the typical slot in {an['params']['min_periods']}+ periods.</p>"
+        p = an["params"]
+        body = ('<p class="ok">No periodic anomalies: no slot had a ' + f"{_metric_name(an)} TP99 at least {p['tp99_ratio']:g}x the typical slot "
+                f"in {p['min_periods']}+ periods (cells of {p['min_requests']}+ requests judged).</p>")
     else:
         trs = []
         for a in rows:
@@ -168,7 +177,18 @@ def _anomaly_section(an) -> str:
         body += (f"<p class='muted'>Across {e['windows']:,} windows of {format_duration(an['params']['corr_window_s'])}, P99 latency correlates with batch size r={fmt.cell(e['corr_p99_running'], 2)}, "
                  f"with queue depth r={fmt.cell(e['corr_p99_waiting'], 2)}, with KV-cache usage r={fmt.cell(e['corr_p99_kv'], 2)}.</p>")
     p = an["params"]
-    return _section("Periodic anomalies", f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}; a slot is listed when its TP99 was at least {p['tp99_ratio']:g}x the typical slot in {p['min_periods']}+ periods and {100 * p['min_share']:g}% of the periods seen.", body)
+    prompt = "" if p["prompt_ratio"] is None else f" with a mean prompt {p['prompt_ratio']:g}x the typical one or more"
+    clock = " Folded on the recording's clock (each replayed request at its recorded start)." if an.get("fold_clock") == "recording" else ""
+    sub = (f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}, {_metric_name(an)} latency, cells of {p['min_requests']}+ requests; "
+           f"a slot is listed when its TP99 was at least {p['tp99_ratio']:g}x the typical slot{prompt} in {p['min_periods']}+ periods "
+           f"and {100 * p['min_share']:g}% of the periods seen (the options and result of `analyze anomalies`).{clock}")
+    # The result as `analyze anomalies --json` prints it, for tools (inert data, nothing runs or loads).
+    data = fmt.to_json(an).replace("</", "<\\/")
+    return _section("Periodic anomalies", sub, body) + f'<script type="application/json" id="anomalies-json">{data}</script>'
+
+
+def _metric_name(an) -> str:
+    return "TTFT" if an.get("metric", an["params"]["metric"]) == "ttft" else "E2E"
 
 
 def _clients_section(summ) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis_helpers import PlantedAnomaly, SynthSpec, png_is_blank, run_cli, weekly_recording, write_recording
+from tests.analysis_helpers import PlantedAnomaly, SynthSpec, png_is_blank, run_cli, run_json, weekly_recording, write_recording
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
@@ -121,3 +121,97 @@ def test_report_on_a_trace_without_latencies(tmp_path, capsys):
     page = out.read_text()
     assert "Prompt length over time" in page and "no latencies recorded" in page.lower()
     assert "TP99 by slot" not in page
+
+
+# ---------------------------------------------------------------- the report's anomaly table is `analyze anomalies`
+
+ROW = re.compile(r"<tr><td class='slot'>([^<]*)</td><td>(\d+)/(\d+)</td><td class='bad'>([0-9.]+)x</td>")
+
+
+def report_anomalies(page: str) -> tuple[list[tuple[str, int, int, str]], dict]:
+    """The rows of the page's anomaly table, and the result embedded next to it."""
+    import html as html_mod
+    import json
+
+    rows = [(html_mod.unescape(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)) for m in ROW.finditer(page)]
+    m = re.search(r'<script type="application/json" id="anomalies-json">(.*?)</script>', page, re.S)
+    assert m, "no embedded anomaly result"
+    return rows, json.loads(m.group(1))
+
+
+def shown(res: dict) -> list[tuple[str, int, int, str]]:
+    return [(a["label"], a["periods_anomalous"], a["periods_seen"], f"{a['tp99_ratio']:.1f}") for a in res["anomalies"]]
+
+
+@pytest.fixture(scope="module")
+def sparse(tmp_path_factory):
+    """A compressed 1m period with about 5 requests per 10 s cell (8 in the planted +30s slot):
+    under the default --min-requests 10 no cell is judged."""
+    root = tmp_path_factory.mktemp("sparse")
+    spec = SynthSpec(periods=12, period_s=60, rate_per_s=0.5, seed=3,
+                     anomaly=PlantedAnomaly(offset_s=30, duration_s=10, client_id="nightly-batch", batch_rate_per_s=0.3))
+    write_recording(root, spec, engine_metrics=True, metrics_interval_s=1, max_batch=64)
+    return root
+
+
+@pytest.mark.parametrize("opts", [
+    ("--period", "60s", "--bucket", "10s"),  # defaults: cells of < 10 requests are not judged, nothing found
+    ("--period", "60s", "--bucket", "10s", "--min-requests", "3"),
+    ("--period", "60s", "--bucket", "10s", "--min-requests", "3", "--metric", "ttft", "--corr-window", "5s"),
+    ("--period", "60s", "--bucket", "10s", "--min-requests", "3", "--tp99-ratio", "1.5", "--min-periods", "4", "--min-share", "0.8",
+     "--long-factor", "3", "--prompt-ratio", "1.2"),
+    ("--period", "60s", "--bucket", "10s", "--min-requests", "3", "--tp99-ratio", "20"),  # nothing that extreme
+])
+def test_report_anomaly_table_equals_analyze_anomalies(sparse, tmp_path, capsys, opts):
+    expected = run_json(capsys, "analyze", "anomalies", sparse, *opts)
+    out = tmp_path / "r.html"
+    rc, _, err = run_cli(capsys, "report", sparse, "--out", out, *opts)
+    assert rc == 0, err
+    page = out.read_text()
+    rows, embedded = report_anomalies(page)
+    assert embedded["anomalies"] == expected["anomalies"]
+    assert embedded["params"] == expected["params"]
+    assert rows == shown(expected)
+    if expected["anomalies"]:
+        assert "No periodic anomalies" not in page
+    else:
+        assert "No periodic anomalies" in page
+
+
+def test_report_finds_the_sparse_slot_only_with_min_requests(sparse, tmp_path, capsys):
+    """The case the hard-coded 10 hid: the slot is there with --min-requests 3, the same as analyze."""
+    fold = ("--period", "60s", "--bucket", "10s")
+    out = tmp_path / "r.html"
+    assert run_cli(capsys, "report", sparse, "--out", out, *fold)[0] == 0
+    assert report_anomalies(out.read_text())[0] == []
+    assert "cells of 10+ requests judged" in out.read_text()
+    assert run_cli(capsys, "report", sparse, "--out", out, *fold, "--min-requests", "3", "--metric", "ttft")[0] == 0
+    page = out.read_text()
+    rows, embedded = report_anomalies(page)
+    assert [r[0] for r in rows] == ["+30s-40s of each 1m period"]
+    assert rows[0][1] >= 10 and rows[0][2] == 12
+    assert embedded["metric"] == "ttft" and "TTFT latency, cells of 3+ requests" in page
+    assert embedded["anomalies"][0]["explained_by"][0]["who"] == "nightly-batch"
+
+
+def test_report_anomaly_defaults_are_analyze_anomalies_defaults():
+    """Same option names and defaults (report alone lets the fold be `auto`)."""
+    import argparse
+
+    from analysis.cli import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="cmd"))
+    an = vars(parser.parse_args(["analyze", "x"]))
+    rep = vars(parser.parse_args(["report", "x", "--out", "r.html"]))
+    shared = ["metric", "tp99_ratio", "prompt_ratio", "min_periods", "min_share", "min_requests", "long_factor", "corr_window"]
+    assert {k: rep[k] for k in shared} == {k: an[k] for k in shared}
+    assert (rep["period"], rep["bucket"]) == ("auto", "auto") and (an["period"], an["bucket"]) == ("1w", "1h")
+
+
+def test_report_bad_anomaly_option_is_a_clear_error(sparse, tmp_path, capsys):
+    rc, _, err = run_cli(capsys, "report", sparse, "--out", tmp_path / "r.html", "--period", "1m", "--bucket", "2m")
+    assert rc == 2 and "longer than --period" in err and "Traceback" not in err
+    rc, _, err = run_cli(capsys, "report", sparse, "--out", tmp_path / "r.html", "--min-periods", "0")
+    assert rc == 2 and "--min-periods" in err
+    assert not (tmp_path / "r.html").exists()
