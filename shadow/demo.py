@@ -330,13 +330,13 @@ class Demo:
         self.step(7, "write the HTML report")
         report = self.out / "report.html"
         self.cli(
-            ["report", str(rec_dir), "--out", str(report), "--period", period, "--bucket", bucket, "--slo", "ttft=500ms,e2e=5s",
+            ["report", str(rec_dir), "--out", str(report), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
              "--title", "shadowreplay demo: the recorded 'production' traffic"],
             "report.txt",
         )  # fmt: skip
         for name, d in (("baseline", base_dir), ("remediated", rem_dir)):
             self.cli(
-                ["report", str(d), "--out", str(self.out / f"report-{name}.html"), "--slo", "ttft=500ms,e2e=5s",
+                ["report", str(d), "--out", str(self.out / f"report-{name}.html"), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
                  "--title", f"shadowreplay demo: replay into the {name} shadow"],
                 f"report-{name}.txt", show=False,
             )  # fmt: skip
