@@ -1,7 +1,7 @@
 """The raw HTTP exchange captured by the proxy, and its conversion to one `requests` row.
 
 Capture (in mitmproxy's hooks) only copies references to bytes and timestamps into an
-`HttpExchange`; `to_row` runs later in the writer thread: decoding, SSE reassembly, JSON parsing,
+`HttpExchange`; `to_row` runs later in the writer (a child process or a thread): decoding, SSE reassembly, JSON parsing,
 hashing and scrubbing. Any object with `to_row(scrubber, opts) -> dict` can be submitted to the
 recorder (the gRPC recorder submits its own exchange type).
 
@@ -46,7 +46,8 @@ class RowOptions:
 @runtime_checkable
 class Exchange(Protocol):
     """Anything the recorder can queue: converted to a row (schema.REQUESTS_SCHEMA column names)
-    in the writer thread."""
+    in the writer. With the writer process (the default) it must also pickle, and its class must
+    be importable there: plain dataclasses of bytes, str and numbers (no mitmproxy objects)."""
 
     def to_row(self, scrubber: Scrubber, opts: RowOptions) -> dict[str, Any]: ...
 

@@ -4,7 +4,7 @@ Both directions are streamed through mitmproxy unbuffered (`flow.request.stream`
 `flow.response.stream` are observing callables that return each chunk unchanged); on the way,
 an incremental parser cuts the bytes into gRPC messages and timestamps each one. Status and
 trailers come from the `response` hook. The finished call goes to the shared recorder's bounded
-queue (`Recorder.submit`), which never blocks; scrubbing happens in its writer thread.
+queue (`Recorder.submit`), which never blocks; scrubbing happens in its writer (process or thread).
 
 The HTTP Recorder skips gRPC flows. Put GrpcRecorder before it, so that at shutdown its `done`
 (which records the calls still in flight) runs before the Recorder's `done` closes the writer:

@@ -51,6 +51,7 @@ class ProcessWriter:
         self.submitted = 0
         self.dropped_queue_full = 0
         self.dropped_writer_died = 0
+        self.dropped_unpicklable = 0
         self.writer_restarts = 0
         self._sent = 0  # exchanges sent to the current child
         self._carried: dict[str, int] = {k: 0 for k in CARRIED}
@@ -117,6 +118,7 @@ class ProcessWriter:
             **self._carried,
             "dropped_queue_full": self.dropped_queue_full,
             "dropped_writer_died": self.dropped_writer_died,
+            "dropped_unpicklable": self.dropped_unpicklable,
             "writer_restarts": self.writer_restarts,
             "queued": self.queued,
         }
@@ -132,6 +134,7 @@ class ProcessWriter:
             "submitted": self.submitted,
             "dropped_queue_full": self.dropped_queue_full,
             "dropped_writer_died": self.dropped_writer_died,
+            "dropped_unpicklable": self.dropped_unpicklable,
             "writer_restarts": self.writer_restarts,
             "writer_last_exit": self.last_error,
         }
@@ -167,12 +170,29 @@ class ProcessWriter:
         proc.wait()
         return False
 
+    def _encode_batch(self, batch: list[Any]) -> bytes:
+        """The batch message; an exchange that cannot be pickled (a bug in another addon's
+        exchange type) is dropped and counted rather than taking the batch down with it."""
+        try:
+            return encode(("batch", self._proxy_counters(), batch))
+        except Exception:
+            ok = []
+            for ex in batch:
+                try:
+                    encode(ex)
+                    ok.append(ex)
+                except Exception as e:
+                    self.dropped_unpicklable += 1
+                    self._sent -= 1
+                    log.error("recorder: an exchange could not be sent to the writer process (%s); dropped", type(e).__name__)
+            return encode(("batch", self._proxy_counters(), ok))
+
     def _send(self, message: Any) -> bool:
         proc = self._proc
         if proc is None or proc.stdin is None:
             return False
         try:
-            proc.stdin.write(encode(message))
+            proc.stdin.write(message if isinstance(message, bytes) else encode(message))
             proc.stdin.flush()
             return True
         except (BrokenPipeError, OSError, ValueError):
@@ -246,6 +266,15 @@ class ProcessWriter:
             self._reported_drops = self.dropped_queue_full
 
     def _run(self) -> None:
+        while True:  # the feeder must outlive any bug: a dead feeder would silently stop recording
+            try:
+                self._loop()
+                return
+            except Exception as e:
+                log.error("recorder: feeder error (%s); continuing", type(e).__name__)
+                time.sleep(0.1)
+
+    def _loop(self) -> None:
         backoff = [0.5, 0.0]  # [next delay, restart not before (monotonic)]
         pending: Any = None  # an item taken from the queue that could not be sent yet
         while True:
@@ -289,7 +318,7 @@ class ProcessWriter:
                     break
                 batch.append(nxt)
             self._sent += len(batch)
-            if not self._send(("batch", self._proxy_counters(), batch)):
+            if not self._send(self._encode_batch(batch)):
                 self._check_child(backoff)  # counts the batch (it is in _sent) with the child's loss
             self._report_drops()
 

@@ -229,3 +229,25 @@ def test_cli_writer_flag_is_passed_to_mitmdump_and_optional():
     assert not any(a.startswith("shadowreplay_writer=") for a in cli.build_command(ap.parse_args(base)))
     with pytest.raises(SystemExit):
         ap.parse_args([*base, "--writer", "fork"])
+
+
+class Unpicklable:
+    """An exchange from a buggy addon: it converts, but cannot cross the pipe."""
+
+    def __init__(self) -> None:
+        self.hook = lambda: None
+
+    def to_row(self, scrubber, opts):
+        raise AssertionError("never converted here")
+
+
+def test_an_unpicklable_exchange_is_dropped_and_counted_not_the_batch(tmp_path, key_file):
+    out = tmp_path / "out"
+    w = ProcessWriter(WriterConfig(out_dir=out, rotate_seconds=60), str(key_file), RowOptions())
+    for i in range(10):  # queued before the start: one batch with the bad one in the middle
+        w.submit(Unpicklable() if i == 5 else exchange(i))
+    w.start()
+    w.close()
+    st = read_status(out)
+    assert st["dropped_unpicklable"] == 1 and st["rows_written"] == 9 == count(out)
+    assert st["dropped_writer_died"] == 0 and st["writer_restarts"] == 0
