@@ -134,12 +134,12 @@ def server_side(arrivals: list[int], sched) -> dict:
             "rate": (n - 1) / ((arr[-1] - arr[0]) / 1e9)}
 
 
-def run_ours(rec: Path, tmp: Path, sched, pacing: str) -> dict:
+def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = ()) -> dict:
     srv = Server(tmp)
     out = tmp / f"out-{time.monotonic_ns()}"
     try:
         p = subprocess.run([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
-                            "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30"],
+                            "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30", *extra],
                            capture_output=True, text=True, cwd=REPO, timeout=600)
     finally:
         arrivals = srv.stop()
@@ -188,6 +188,8 @@ def main() -> None:
     ap.add_argument("--steady-rate", type=float, default=1000.0)
     ap.add_argument("--steady-seconds", type=float, default=5.0)
     ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also run shadowreplay without each lag fix (--warm-connections 32, --keep-gc)")
     ap.add_argument("--no-vllm", action="store_true")
     ap.add_argument("--json", help="write all figures here")
     args = ap.parse_args()
@@ -202,6 +204,9 @@ def main() -> None:
         f"steady{int(args.steady_rate)}": steady_schedule(args.steady_rate, args.steady_seconds),
     }
     tools = ["shadowreplay"] + (["shadowreplay-spin", "shadowreplay-sleep"] if args.strategies else [])
+    ablations = {"shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
+                 "shadowreplay-before": ["--warm-connections", "32", "--keep-gc"]}
+    tools += list(ablations) if args.ablation else []
     tools += [] if args.no_vllm else ["vllm-bench"]
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="replayer-bench-") as t:
@@ -215,6 +220,8 @@ def main() -> None:
                 for tool in tools:
                     if tool == "vllm-bench":
                         r = run_vllm(trace, tmp, sched, tokenizer)
+                    elif tool in ablations:
+                        r = run_ours(rec, tmp, sched, "timerfd", ablations[tool])
                     else:
                         pacing = {"shadowreplay": "timerfd", "shadowreplay-spin": "spin", "shadowreplay-sleep": "sleep"}[tool]
                         r = run_ours(rec, tmp, sched, pacing)

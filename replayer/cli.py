@@ -37,6 +37,11 @@ def register(subparsers) -> None:
                    help="how the sender waits for each send time (default timerfd; see docs/replayer.md)")
     p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
+    p.add_argument("--warm-connections", type=int, metavar="N",
+                   help="keep-alive connections opened per target before the start "
+                        "(default: the schedule's peak arrivals in 250 ms, 32-512)")
+    p.add_argument("--keep-gc", dest="gc_off", action="store_false",
+                   help="leave Python's cyclic GC on while sending (default: off while sending)")
     p.set_defaults(func=run)
 
 
@@ -66,6 +71,8 @@ def run(args) -> int:
         pacing=args.pacing,
         drain_s=args.drain,
         progress=False if args.no_progress else None,
+        warm_connections=args.warm_connections,
+        gc_off=args.gc_off,
     )
     result = replay(opts, echo=lambda s: print(s, flush=True))
     if result.interrupted:

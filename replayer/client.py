@@ -333,11 +333,21 @@ class Pool:
         for _ in range(max(0, min(want, self.max_opening - self.opening))):
             loop.create_task(self._open_one())
 
-    async def warm(self, n: int) -> None:
-        results = await asyncio.gather(*(self.open() for _ in range(n)), return_exceptions=True)
-        for r in results:
-            if isinstance(r, HttpConnection):
-                self.idle.append(r)
+    async def warm(self, n: int) -> int:
+        """Opens n idle connections before the replay starts, at most `max_opening` at a time
+        (so a large warm-up does not overflow the target's accept queue). Returns how many opened."""
+        opened = 0
+        while opened < n:
+            k = min(self.max_opening, n - opened)
+            results = await asyncio.gather(*(self.open() for _ in range(k)), return_exceptions=True)
+            ok = [r for r in results if isinstance(r, HttpConnection)]
+            self.idle.extend(ok)
+            opened += len(ok)
+            if len(ok) < k:  # the target refuses more: keep what we have
+                if not ok and isinstance(results[0], BaseException):
+                    self.last_error = f"connect: {getattr(results[0], 'strerror', None) or results[0]}"
+                break
+        return opened
 
     def send(self, ex: Exchange) -> None:
         """Sends now on an idle connection, or queues the exchange for the next free one."""

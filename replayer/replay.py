@@ -50,6 +50,8 @@ class ReplayOptions:
     pacing: str = "timerfd"
     drain_s: float = 30.0
     progress: bool | None = None
+    warm_connections: int | None = None  # None: sized from the schedule's peak (runner.warm_size)
+    gc_off: bool = True
 
 
 @dataclass
@@ -68,6 +70,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--max-in-flight must be at least 1")
     if o.timeout_s <= 0:
         raise ConfigError("--timeout must be greater than 0")
+    if o.warm_connections is not None and o.warm_connections < 0:
+        raise ConfigError("--warm-connections must be 0 or more")
 
 
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
@@ -130,13 +134,16 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
         "pacing": o.pacing,
+        "warm_connections": o.warm_connections,
+        "gc_off": o.gc_off,
         "metrics_url": metrics_url if sampler else None,
         "schedule": sched,
         "started_at": started.isoformat(),
     }
     _write_manifest(out, manifest)
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
-                                   drain_s=o.drain_s, progress=o.progress))
+                                   drain_s=o.drain_s, progress=o.progress,
+                                   warm_connections=o.warm_connections, gc_off=o.gc_off))
     try:
         outcome = await rep.run()
     finally:

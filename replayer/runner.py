@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import signal
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,21 @@ from .progress import Progress
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
+WARM_WINDOW_NS = 250_000_000  # warm pool size: most requests to one target within this window
+WARM_MIN, WARM_MAX = 32, 512
+
+
+def warm_size(offsets_ns: list[int], window_ns: int = WARM_WINDOW_NS, lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
+    """How many connections to open before the start instant: the schedule's peak number of
+    arrivals in any `window_ns`, clamped to [lo, hi]. A burst then finds idle connections
+    instead of queueing behind TCP connects (connects were the largest part of burst lag)."""
+    peak = 0
+    j = 0
+    for i, t in enumerate(offsets_ns):  # offsets are sorted
+        while t - offsets_ns[j] >= window_ns:
+            j += 1
+        peak = max(peak, i - j + 1)
+    return max(lo, min(hi, peak))
 
 
 @dataclass
@@ -26,7 +42,8 @@ class RunConfig:
     timeout_s: float = 600.0
     pacing: str = "timerfd"
     drain_s: float = 30.0  # after Ctrl-C: how long in-flight requests may finish
-    warm_connections: int = 32
+    warm_connections: int | None = None  # None: warm_size() of each target's share of the schedule
+    gc_off: bool = True  # no cyclic-GC pauses while sending (gc.freeze + gc.disable, restored after)
     progress: bool | None = None  # None: on when stderr is a TTY
 
 
@@ -76,6 +93,7 @@ class Replayer:
         self._sigints = 0
         self._fired_ns: dict[int, int] = {}  # requests waiting for a new connection: when fired
         self.cap_waits: list[tuple[int, int]] = []  # (start, end) of each wait for a free slot
+        self.warmed: dict[int, int] = {}  # target index -> connections opened before the start
 
     # ---- completion ---------------------------------------------------------------------------
     def _done_http(self, ex: Exchange) -> None:
@@ -206,8 +224,11 @@ class Replayer:
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
                 self.pools[ti] = Pool(t)
-        for pool in self.pools.values():
-            await pool.warm(self.cfg.warm_connections)
+        for ti, pool in self.pools.items():
+            n = self.cfg.warm_connections
+            if n is None:
+                n = warm_size([self.plan.offsets_ns[i] for i in range(len(self.plan)) if self.plan.target_idx[i] == ti])
+            self.warmed[ti] = await pool.warm(n)
         self._idle.set()
         progress = Progress(self.snapshot, force=bool(self.cfg.progress))
         if self.cfg.progress is False:
@@ -232,12 +253,24 @@ class Replayer:
             pass  # not the main thread: Ctrl-C handling is the caller's business
         progress.start()
         reaper = loop.create_task(self._reaper())
+        gc_was_on = gc.isenabled()
+        if self.cfg.gc_off:
+            # Everything allocated so far (plan, request bytes) is moved out of the collector's
+            # view, and no collection pauses the sender. Restored as soon as sending ends.
+            gc.collect()
+            gc.freeze()
+            gc.disable()
         try:
             try:
                 await sender
             except asyncio.CancelledError:
                 if not self.interrupted:
                     raise
+            finally:
+                if self.cfg.gc_off:
+                    gc.unfreeze()
+                    if gc_was_on:
+                        gc.enable()
             grace = self.cfg.drain_s if self.interrupted else self.cfg.timeout_s + 5
             try:
                 await asyncio.wait_for(self._idle.wait(), grace)

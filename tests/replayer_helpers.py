@@ -44,6 +44,7 @@ class ServerConfig:
 class _State:
     cfg: ServerConfig
     arrivals: list[Arrival] = field(default_factory=list)
+    connections: list[int] = field(default_factory=list)  # CLOCK_MONOTONIC of each accepted connection
 
 
 class _Conn(asyncio.Protocol):
@@ -56,6 +57,7 @@ class _Conn(asyncio.Protocol):
 
     def connection_made(self, transport):
         self.transport = transport
+        self.state.connections.append(time.monotonic_ns())
 
     def data_received(self, data: bytes):
         if not self.buf:

@@ -1,0 +1,88 @@
+"""Lag fixes: a warm connection pool sized to the schedule's peak, no cyclic GC while sending."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from replayer import runner
+from replayer.replay import ReplayOptions, replay
+from replayer.runner import warm_size
+from tests.replayer_helpers import ServerThread, chat_row, write_recording
+
+
+def run(rec, srv, out, **kw) -> dict:
+    kw.setdefault("no_metrics", True)
+    kw.setdefault("progress", False)
+    return replay(ReplayOptions(recording=str(rec), target=srv.url, out=str(out), **kw), echo=lambda s: None).summary
+
+
+def test_warm_size_is_the_peak_in_a_window_clamped():
+    ms = 1_000_000
+    assert warm_size([0, 10 * ms, 500 * ms], window_ns=250 * ms, lo=1, hi=100) == 2
+    burst = [i * ms for i in range(80)] + [1000 * ms + i * 10 * ms for i in range(10)]
+    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=100) == 80
+    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=50) == 50
+    assert warm_size([0], window_ns=250 * ms, lo=32, hi=512) == 32
+    assert warm_size([], lo=32) == 32
+
+
+def test_warm_pool_sized_to_the_burst_is_open_before_the_first_request(tmp_path):
+    # 60 requests within 120 ms, then a straggler: the pool must hold >= 60 connections before
+    # the first request arrives, so the burst never waits on a TCP connect.
+    offsets = [i * 0.002 for i in range(60)] + [1.0]
+    write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
+    with ServerThread() as srv:
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        first = min(a.mono_ns for a in srv.arrivals if a.method == "POST")
+        before = [c for c in srv.state.connections if c < first]
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+    assert s["errors"] == 0 and len(posts) == len(offsets)
+    assert len(before) >= 60
+    assert len(before) <= runner.WARM_MAX + 1  # +1: the reachability probe
+
+
+def test_explicit_warm_connections(tmp_path):
+    offsets = [i * 0.01 for i in range(10)]
+    write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
+    with ServerThread() as srv:
+        s = run(tmp_path / "rec", srv, tmp_path / "out", warm_connections=3)
+        first = min(a.mono_ns for a in srv.arrivals if a.method == "POST")
+        before = [c for c in srv.state.connections if c < first]
+    assert s["errors"] == 0
+    assert len(before) == 3 + 1  # 3 warm + the probe
+
+
+def test_gc_off_while_sending_and_restored_after(tmp_path, monkeypatch):
+    seen: list[bool] = []
+    orig = runner.Replayer._fire
+
+    def spy(self, i):
+        seen.append(gc.isenabled())
+        return orig(self, i)
+
+    monkeypatch.setattr(runner.Replayer, "_fire", spy)
+    offsets = [i * 0.005 for i in range(20)]
+    write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
+    assert gc.isenabled()
+    with ServerThread() as srv:
+        run(tmp_path / "rec", srv, tmp_path / "out")
+        assert seen == [False] * 20
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        seen.clear()
+        run(tmp_path / "rec", srv, tmp_path / "out2", gc_off=False)
+        assert seen == [True] * 20
+
+
+@pytest.mark.parametrize("flag", ["--warm-connections", "--keep-gc"])
+def test_cli_accepts_the_new_flags(flag):
+    import argparse
+
+    from replayer import cli
+
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers()
+    cli.register(sub)
+    args = ap.parse_args(["replay", "rec", "--target", "http://x", "--out", "o"] + ([flag, "7"] if flag == "--warm-connections" else [flag]))
+    assert (args.warm_connections == 7) if flag == "--warm-connections" else (args.gc_off is False)
