@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--steady-seconds", type=float, default=5.0)
     ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
     ap.add_argument("--ablation", action="store_true",
-                    help="also run shadowreplay without each lag fix (--warm-connections 32, --keep-gc)")
+                    help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
     ap.add_argument("--no-vllm", action="store_true")
     ap.add_argument("--json", help="write all figures here")
     args = ap.parse_args()
@@ -204,8 +204,11 @@ def main() -> None:
         f"steady{int(args.steady_rate)}": steady_schedule(args.steady_rate, args.steady_seconds),
     }
     tools = ["shadowreplay"] + (["shadowreplay-spin", "shadowreplay-sleep"] if args.strategies else [])
-    ablations = {"shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
-                 "shadowreplay-before": ["--warm-connections", "32", "--keep-gc"]}
+    # A cap that never binds selects the task-based sender (the callback sender needs no cap).
+    task = ["--max-in-flight", "1000000"]
+    ablations = {"shadowreplay-task-sender": task,
+                 "shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
+                 "shadowreplay-before": [*task, "--warm-connections", "32", "--keep-gc"]}
     tools += list(ablations) if args.ablation else []
     tools += [] if args.no_vllm else ["vllm-bench"]
     results: dict = {}

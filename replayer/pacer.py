@@ -129,6 +129,20 @@ class Pacer:
         if fut is not None and not fut.done():
             fut.set_result(None)
 
+    def callbacks(self, loop: asyncio.AbstractEventLoop, cb) -> None:
+        """Callback mode (timerfd only): `cb()` runs directly from the loop's epoll dispatch each
+        time the timer fires; re-arm with `arm(t_ns)`. Saves the task wake-up hop of
+        `wait_until`, which queues the sender behind every response callback of that iteration."""
+        def fired() -> None:
+            self._tfd.drain()
+            cb()
+
+        loop.add_reader(self._tfd.fd, fired)
+        self._loop = loop
+
+    def arm(self, t_ns: int) -> None:
+        self._tfd.arm(t_ns)
+
     def close(self) -> None:
         if self._loop is not None and self._tfd is not None:
             try:

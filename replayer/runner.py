@@ -19,6 +19,7 @@ from .progress import Progress
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
+SEND_BATCH = 64  # callback sender: most sends per timer firing before the loop reads responses
 WARM_WINDOW_NS = 250_000_000  # warm pool size: most requests to one target within this window
 WARM_MIN, WARM_MAX = 32, 512
 
@@ -175,45 +176,94 @@ class Replayer:
             self.token_ns[i] = res.msg_ns
             self._finished(res.error is not None)
 
-    async def _sender(self, start_ns: int) -> None:
+    def _send_one(self, i: int, target_ns: int) -> None:
         plan = self.plan
+        if plan.skip[i] is not None:
+            now = time.monotonic_ns()
+            self.sent_ns[i] = now
+            self.end_ns[i] = now
+            self.error[i] = plan.skip[i]
+            self.errors += 1
+            self.done += 1
+            self.sent += 1
+            return
+        self._fire(i)
+        self.sent += 1
+        if self.sent_ns[i]:
+            self.last_lag_ms = (self.sent_ns[i] - target_ns) / 1e6
+
+    async def _sender(self, start_ns: int) -> None:
         pacer = Pacer(self.cfg.pacing)
+        try:
+            if pacer.strategy == "timerfd" and self.cfg.max_in_flight is None:
+                await self._sender_callbacks(start_ns, pacer)
+            else:
+                await self._sender_task(start_ns, pacer)
+        finally:
+            pacer.close()
+
+    async def _sender_callbacks(self, start_ns: int, pacer: Pacer) -> None:
+        """Sends from the timerfd's own epoll callback: each firing sends every request that is
+        due (at most SEND_BATCH before letting the loop read responses), then re-arms."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        offs = self.plan.offsets_ns
+        n = len(offs)
+        nxt = 0
+
+        def tick() -> None:
+            nonlocal nxt
+            if done.done():
+                return
+            i = nxt
+            now = time.monotonic_ns()
+            stop = min(n, i + SEND_BATCH)
+            while i < stop:
+                t = start_ns + offs[i]
+                if t > now:
+                    now = time.monotonic_ns()
+                    if t > now:
+                        break
+                self._send_one(i, t)
+                i += 1
+            nxt = i
+            if i >= n:
+                done.set_result(None)
+            elif i == stop and start_ns + offs[i] <= now:
+                loop.call_soon(tick)  # still behind: continue after the loop reads responses
+            else:
+                pacer.arm(start_ns + offs[i])
+
+        pacer.callbacks(loop, tick)
+        if n:
+            pacer.arm(start_ns + offs[0])
+        else:
+            done.set_result(None)
+        await done
+
+    async def _sender_task(self, start_ns: int, pacer: Pacer) -> None:
+        plan = self.plan
         cap = self.cfg.max_in_flight
         offs = plan.offsets_ns
         burst = 0
-        try:
-            for i in range(len(plan)):
-                target_ns = start_ns + offs[i]
-                w = pacer.wait_until(target_ns)
-                if w is not None:
-                    await w
+        for i in range(len(plan)):
+            target_ns = start_ns + offs[i]
+            w = pacer.wait_until(target_ns)
+            if w is not None:
+                await w
+                burst = 0
+            else:
+                burst += 1
+                if burst >= YIELD_EVERY:
                     burst = 0
-                else:
-                    burst += 1
-                    if burst >= YIELD_EVERY:
-                        burst = 0
-                        await asyncio.sleep(0)
-                if cap is not None and self.in_flight >= cap:
-                    t_wait = time.monotonic_ns()
-                    while self.in_flight >= cap:
-                        self._slot.clear()
-                        await self._slot.wait()
-                    self.cap_waits.append((t_wait, time.monotonic_ns()))
-                if plan.skip[i] is not None:
-                    now = time.monotonic_ns()
-                    self.sent_ns[i] = now
-                    self.end_ns[i] = now
-                    self.error[i] = plan.skip[i]
-                    self.errors += 1
-                    self.done += 1
-                    self.sent += 1
-                    continue
-                self._fire(i)
-                self.sent += 1
-                if self.sent_ns[i]:
-                    self.last_lag_ms = (self.sent_ns[i] - target_ns) / 1e6
-        finally:
-            pacer.close()
+                    await asyncio.sleep(0)
+            if cap is not None and self.in_flight >= cap:
+                t_wait = time.monotonic_ns()
+                while self.in_flight >= cap:
+                    self._slot.clear()
+                    await self._slot.wait()
+                self.cap_waits.append((t_wait, time.monotonic_ns()))
+            self._send_one(i, target_ns)
 
     def snapshot(self) -> dict:
         return {"sent": self.sent, "total": len(self.plan), "in_flight": self.in_flight,
