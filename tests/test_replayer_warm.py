@@ -86,3 +86,22 @@ def test_cli_accepts_the_new_flags(flag):
     cli.register(sub)
     args = ap.parse_args(["replay", "rec", "--target", "http://x", "--out", "o"] + ([flag, "7"] if flag == "--warm-connections" else [flag]))
     assert (args.warm_connections == 7) if flag == "--warm-connections" else (args.gc_off is False)
+
+
+def test_callback_sender_burst_every_request_once_in_order(tmp_path):
+    # 300 requests due at the same instant: more than one SEND_BATCH, so the callback sender must
+    # hand the loop back and continue; each request still goes out exactly once, in order.
+    n = 300
+    assert n > runner.SEND_BATCH
+    write_recording(tmp_path / "rec", [chat_row(i, 0.0, completion_tokens=2) for i in range(n)])
+    with ServerThread() as srv:
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        import duckdb
+
+        rows = duckdb.sql(f"SELECT request_id, sent_at FROM read_parquet('{tmp_path}/out/replay_results/**/*.parquet') "
+                          "ORDER BY sent_at, request_id").fetchall()
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+    assert s["errors"] == 0
+    assert len(posts) == n
+    assert sorted(r[0] for r in rows) == [f"r{i:05d}" for i in range(n)]
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)  # sent in scheduled (= id) order
