@@ -101,28 +101,36 @@ def test_vllm_grpc_generate_recorded(vllm_grpc, tmp_path_factory):
                 request_id="warm-up", text="hello", stream=True, sampling_params=pb2.SamplingParams(max_tokens=2)
             )
             list(stub.Generate(warm, timeout=120))
-            req = pb2.GenerateRequest(
-                request_id="rec-test-1", text=PROMPT, stream=True,
-                sampling_params=pb2.SamplingParams(max_tokens=12, min_tokens=12, ignore_eos=True, temperature=0.0),
-            )  # fmt: skip
-            t0 = time.time()
-            times, msgs = [], []
-            call = stub.Generate(req, timeout=120)
-            for m in call:
-                times.append(time.time())
-                msgs.append(m)
-            assert call.code() == grpc.StatusCode.OK
+            # Three timed calls: one CPU stall of the shared machine must not decide the timing check.
+            calls = []
+            for i in range(3):
+                req = pb2.GenerateRequest(
+                    request_id=f"rec-test-{i}", text=PROMPT, stream=True,
+                    sampling_params=pb2.SamplingParams(max_tokens=12, min_tokens=12, ignore_eos=True, temperature=0.0),
+                )  # fmt: skip
+                t0 = time.time()
+                times, msgs = [], []
+                call = stub.Generate(req, timeout=120)
+                for m in call:
+                    times.append(time.time())
+                    msgs.append(m)
+                assert call.code() == grpc.StatusCode.OK
+                calls.append((t0, times, msgs))
     finally:
         err = stop_mitmdump(proc)
-    rows = read_rows(out)
-    assert len(rows) == 2, err[-2000:]
-    r = max(rows, key=lambda x: x["ts_start"])
-    assert (r["grpc_service"], r["grpc_method"], r["grpc_status"]) == ("vllm.grpc.engine.VllmEngine", "Generate", 0)
-    assert r["chunks"] == len(msgs) >= 2 and len(r["itl_ms"]) == len(msgs) - 1
-    client_ttft = (times[0] - t0) * 1000
-    assert 0 <= client_ttft - r["ttft_ms"] < 50, (r["ttft_ms"], client_ttft)
+    rows = sorted(read_rows(out), key=lambda x: x["ts_start"])
+    assert len(rows) == 4, err[-2000:]
+    diffs = []
+    for r, (t0, times, msgs) in zip(rows[1:], calls):
+        assert (r["grpc_service"], r["grpc_method"], r["grpc_status"]) == ("vllm.grpc.engine.VllmEngine", "Generate", 0)
+        assert r["chunks"] == len(msgs) >= 2 and len(r["itl_ms"]) == len(msgs) - 1
+        client_ttft = (times[0] - t0) * 1000
+        assert client_ttft >= r["ttft_ms"], (r["ttft_ms"], client_ttft)
+        diffs.append(client_ttft - r["ttft_ms"])
+    assert sorted(diffs)[1] < 50, diffs  # median: the proxy hop adds a few ms, not tens
+    r, (t0, times, msgs) = rows[1], calls[0]
     sent = pb2.GenerateRequest.FromString(r["grpc_messages"][0]["data"])
-    assert sent.request_id == "rec-test-1" and sent.sampling_params.max_tokens == 12
+    assert sent.request_id == "rec-test-0" and sent.sampling_params.max_tokens == 12
     assert len(sent.text) == len(PROMPT) and "maria.gonzalez@example.org" not in sent.text
     assert "Maria" not in sent.text
     got = [pb2.GenerateResponse.FromString(m["data"]) for m in r["grpc_messages"][1:]]
@@ -130,4 +138,4 @@ def test_vllm_grpc_generate_recorded(vllm_grpc, tmp_path_factory):
     tokens = sum(len(g.chunk.token_ids) for g in got if g.HasField("chunk"))
     tokens += sum(len(g.complete.output_ids) for g in got if g.HasField("complete") and not tokens)
     assert tokens >= 12
-    assert b"maria" not in repr(r).encode().lower()
+    assert b"maria" not in repr(rows).encode().lower()
