@@ -47,6 +47,21 @@ def vllm_python() -> Path:
     return py
 
 
+@pytest.fixture(scope="session")
+def tiny_vllm(vllm_python, tmp_path_factory):
+    """One real vLLM (CPU) serving the tiny model, shared by the tests that only send it requests
+    (a start costs one to five minutes here). Yields (server, model_dir)."""
+    from shadow.engine import EngineConfig, VllmServer
+    from shadow.tiny_model import MODEL_NAME, build_tiny_model
+
+    model = build_tiny_model(python=vllm_python)
+    # --enforce-eager: no torch.compile warm-up, so the server starts quickly on a busy machine.
+    cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
+                       extra_args=["--enforce-eager"])
+    with VllmServer(cfg, tmp_path_factory.mktemp("vllm") / "vllm.log", python=vllm_python) as srv:
+        yield srv, model
+
+
 @pytest.fixture
 def scrub_key() -> bytes:
     return b"test-key-0123456789abcdef-not-a-secret"

@@ -6,17 +6,15 @@ import duckdb
 import pytest
 
 from replayer.replay import ReplayOptions, replay
-from tests.conftest import free_port
 from tests.replayer_helpers import chat_row, write_recording
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_replay_into_vllm_generates_recorded_token_counts(tmp_path, vllm_python):
-    from shadow.engine import EngineConfig, VllmServer
-    from shadow.tiny_model import MODEL_NAME, build_tiny_model
+def test_replay_into_vllm_generates_recorded_token_counts(tmp_path, tiny_vllm):
+    from shadow.tiny_model import MODEL_NAME
 
-    model = build_tiny_model(python=vllm_python)
+    srv, _ = tiny_vllm
     rows = [
         chat_row(0, 0.0, completion_tokens=5, prompt="Tell me about the sea"),
         chat_row(1, 0.2, completion_tokens=12, kind="completion", prompt="Once upon a time"),
@@ -24,13 +22,9 @@ def test_replay_into_vllm_generates_recorded_token_counts(tmp_path, vllm_python)
         chat_row(3, 0.6, completion_tokens=20, prompt="Write a longer story about a lighthouse keeper"),
     ]
     write_recording(tmp_path / "rec", rows)
-    # --enforce-eager: no torch.compile warm-up, so the server starts quickly on a busy machine.
-    cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       extra_args=["--enforce-eager"])
-    with VllmServer(cfg, tmp_path / "vllm.log", python=vllm_python) as srv:
-        res = replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out"),
-                                   model_map=[f"prod-model={MODEL_NAME}"], metrics_interval_s=0.2, timeout_s=120,
-                                   progress=False), echo=lambda s: None)
+    res = replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out"),
+                               model_map=[f"prod-model={MODEL_NAME}"], metrics_interval_s=0.2, timeout_s=120,
+                               progress=False), echo=lambda s: None)
     assert res.summary["errors"] == 0 and res.summary["sent"] == 4
     got = duckdb.connect().execute(
         f"SELECT request_id, status, completion_tokens, expected_completion_tokens, ttft_ms, itl_ms, prompt_tokens, model "

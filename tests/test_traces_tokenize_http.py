@@ -84,3 +84,28 @@ def test_unreachable_tokenizer_url_is_one_clear_line(traces_dir, tmp_path):
             "--tokenizer", f"http://127.0.0.1:{free_port()}", "--model", "m", check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "/tokenize unreachable" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_real_vllm_tokenize_gives_the_same_prompts_as_its_tokenizer_folder(traces_dir, tiny_vllm, tmp_path):
+    """--tokenizer URL against a real vLLM server: its /tokenize and the served model's own
+    tokenizer.json agree on every synthesized prompt, and vLLM counts each prompt at exactly the
+    recorded length."""
+    import httpx
+
+    srv, model_dir = tiny_vllm
+    a, b = tmp_path / "local", tmp_path / "url"
+    cli("import", "azure-llm", str(traces_dir / CODE), "--out", str(a), "--tokenizer", str(model_dir), "--limit", "40")
+    cli("import", "azure-llm", str(traces_dir / CODE), "--out", str(b), "--tokenizer", srv.url, "--limit", "40")
+    cols = ["request_id", "request_body", "prompt_tokens", "model"]
+    ra = sorted(pq.read_table(a / "requests", columns=cols).to_pylist(), key=lambda r: r["request_id"])
+    rb = sorted(pq.read_table(b / "requests", columns=cols).to_pylist(), key=lambda r: r["request_id"])
+    assert len(rb) == 40
+    assert [(r["request_id"], r["request_body"], r["prompt_tokens"]) for r in ra] == \
+           [(r["request_id"], r["request_body"], r["prompt_tokens"]) for r in rb]
+    with httpx.Client(timeout=30) as c:
+        for r in rb:
+            prompt = json.loads(r["request_body"])["prompt"]
+            got = c.post(srv.url + "/tokenize", json={"model": "tiny-llama", "prompt": prompt}).json()
+            assert got["count"] == r["prompt_tokens"], r["request_id"]
