@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Any
 
-from .exchange import Exchange, RowOptions
-from .writer import WriterConfig, read_status, write_status
+from .exchange import RowOptions
+from .writer import BoundedIntake, WriterConfig, read_status, write_status
 from .writer_proc import CARRIED, encode
 
 log = logging.getLogger("shadowreplay.recorder")
@@ -36,42 +36,24 @@ READY_TIMEOUT_S = 60.0
 _STOP = object()
 
 
-class ProcessWriter:
+class ProcessWriter(BoundedIntake):
     """Same interface as `Writer` (submit, start, flush, close, counters, queued)."""
 
     def __init__(self, config: WriterConfig, key_file: str | None, options: RowOptions) -> None:
+        super().__init__(config.queue_size)
         self.config = config
         self.key_file = key_file
         self.options = options
-        self._q: queue.Queue = queue.Queue(maxsize=config.queue_size)
         self._feeder: threading.Thread | None = None
         self._proc: subprocess.Popen | None = None
         self.started_at = time.time()
-        # proxy-side counters
-        self.submitted = 0
-        self.dropped_queue_full = 0
         self.dropped_writer_died = 0
         self.dropped_unpicklable = 0
         self.writer_restarts = 0
         self._sent = 0  # exchanges sent to the current child
         self._carried: dict[str, int] = {k: 0 for k in CARRIED}
-        self._reported_drops = 0
         self.last_error: str | None = None
         self._closing = False
-
-    # --- proxy side ---
-    def submit(self, exchange: Exchange) -> bool:
-        try:
-            self._q.put_nowait(exchange)
-        except queue.Full:
-            self.dropped_queue_full += 1
-            return False
-        self.submitted += 1
-        return True
-
-    @property
-    def queued(self) -> int:
-        return self._q.qsize()
 
     def start(self) -> "ProcessWriter":
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
@@ -255,15 +237,6 @@ class ProcessWriter:
         backoff[0] = min(RESTART_MAX_S, backoff[0] * 2)
         log.warning("recorder: writer process restarted (%d restarts)", self.writer_restarts)
         return True
-
-    def _report_drops(self) -> None:
-        if self.dropped_queue_full > self._reported_drops:
-            log.warning(
-                "recorder: %d records dropped so far because the queue (%d) was full",
-                self.dropped_queue_full,
-                self.config.queue_size,
-            )
-            self._reported_drops = self.dropped_queue_full
 
     def _run(self) -> None:
         while True:  # the feeder must outlive any bug: a dead feeder would silently stop recording

@@ -56,28 +56,17 @@ def _row_size(row: dict[str, Any]) -> int:
     return n
 
 
-class Writer:
-    lower_switch_interval = True  # False where no event loop shares this process (writer process)
+class BoundedIntake:
+    """The proxy side shared by both writers: a bounded queue that `submit` never blocks on; a
+    record that does not fit is dropped and counted, and new drops are logged once per check."""
 
-    def __init__(self, config: WriterConfig, scrubber: Scrubber, options: RowOptions) -> None:
-        self.config = config
-        self.scrubber = scrubber
-        self.options = options
-        self._q: queue.Queue = queue.Queue(maxsize=config.queue_size)
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.started_at = time.time()
-        # counters (submitted/dropped_queue_full are touched by the proxy thread only)
-        self.submitted = 0
+    def __init__(self, queue_size: int) -> None:
+        self._q: queue.Queue = queue.Queue(maxsize=queue_size)
+        self._queue_size = queue_size
+        self.submitted = 0  # submitted/dropped_queue_full are touched by the proxy thread only
         self.dropped_queue_full = 0
-        self.dropped_write_failed = 0
-        self.convert_failed = 0
-        self.rows_written = 0
-        self.files_written = 0
-        self.last_error: str | None = None
         self._reported_drops = 0
 
-    # --- proxy side ---
     def submit(self, exchange: Exchange) -> bool:
         try:
             self._q.put_nowait(exchange)
@@ -86,6 +75,34 @@ class Writer:
             return False
         self.submitted += 1
         return True
+
+    @property
+    def queued(self) -> int:
+        return self._q.qsize()
+
+    def _report_drops(self) -> None:
+        if self.dropped_queue_full > self._reported_drops:
+            log.warning("recorder: %d records dropped so far because the queue (%d) was full",
+                        self.dropped_queue_full, self._queue_size)
+            self._reported_drops = self.dropped_queue_full
+
+
+class Writer(BoundedIntake):
+    lower_switch_interval = True  # False where no event loop shares this process (writer process)
+
+    def __init__(self, config: WriterConfig, scrubber: Scrubber, options: RowOptions) -> None:
+        super().__init__(config.queue_size)
+        self.config = config
+        self.scrubber = scrubber
+        self.options = options
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.started_at = time.time()
+        self.dropped_write_failed = 0
+        self.convert_failed = 0
+        self.rows_written = 0
+        self.files_written = 0
+        self.last_error: str | None = None
 
     def put(self, exchange: Any, timeout: float | None = None) -> None:
         """Queues an exchange, waiting while the queue is full (the writer process's reader uses
@@ -121,10 +138,6 @@ class Writer:
         t.join(timeout)
         if t.is_alive():
             log.error("recorder: writer did not finish within %.0f s; unwritten rows are lost", timeout)
-
-    @property
-    def queued(self) -> int:
-        return self._q.qsize()
 
     # --- writer thread ---
     def _run(self) -> None:
@@ -184,13 +197,7 @@ class Writer:
         }
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
-        if self.dropped_queue_full > self._reported_drops:
-            log.warning(
-                "recorder: %d records dropped so far because the queue (%d) was full",
-                self.dropped_queue_full,
-                self.config.queue_size,
-            )
-            self._reported_drops = self.dropped_queue_full
+        self._report_drops()
         if not rows:
             return
         try:
