@@ -40,6 +40,9 @@ def register(subparsers) -> None:
     p.add_argument("--warm-connections", type=int, metavar="N",
                    help="keep-alive connections opened per target before the start "
                         "(default: the schedule's peak arrivals in 250 ms, 32-512)")
+    p.add_argument("--flush-interval", type=float, default=10.0, metavar="S",
+                   help="write the results of finished requests to OUT/replay_results/ every S seconds "
+                        "during the run (default 10), so a crash loses at most the last S seconds")
     p.add_argument("--keep-gc", dest="gc_off", action="store_false",
                    help="leave Python's cyclic GC on while sending (default: off while sending)")
     p.set_defaults(func=run)
@@ -73,6 +76,7 @@ def run(args) -> int:
         progress=False if args.no_progress else None,
         warm_connections=args.warm_connections,
         gc_off=args.gc_off,
+        flush_interval_s=args.flush_interval,
     )
     result = replay(opts, echo=lambda s: print(s, flush=True))
     if result.interrupted:

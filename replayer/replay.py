@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 import logging
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,12 +17,14 @@ from shadowreplay.errors import ConfigError, TargetError
 from . import client, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
 from .plan import build_plan
+from .results_proc import write_manifest
 from .routes import parse_route, parse_target
+from .rows import static_columns
 from .runner import Replayer, RunConfig
 from .safety import check_targets, recorded_endpoints
+from .sink import ResultSink
 
 log = logging.getLogger(__name__)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class ReplayOptions:
     progress: bool | None = None
     warm_connections: int | None = None  # None: sized from the schedule's peak (runner.warm_size)
     gc_off: bool = True
+    flush_interval_s: float = 10.0  # results of done requests are written this often during the run
 
 
 @dataclass
@@ -72,6 +74,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--timeout must be greater than 0")
     if o.warm_connections is not None and o.warm_connections < 0:
         raise ConfigError("--warm-connections must be 0 or more")
+    if not o.flush_interval_s > 0:
+        raise ConfigError("--flush-interval must be greater than 0")
 
 
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
@@ -137,28 +141,33 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "warm_connections": o.warm_connections,
         "gc_off": o.gc_off,
         "metrics_url": metrics_url if sampler else None,
+        "flush_interval_s": o.flush_interval_s,
         "schedule": sched,
         "started_at": started.isoformat(),
+        "rows_flushed": 0,
     }
-    _write_manifest(out, manifest)
+    write_manifest(out, manifest)
+    sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan))
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
                                    drain_s=o.drain_s, progress=o.progress,
-                                   warm_connections=o.warm_connections, gc_off=o.gc_off))
+                                   warm_connections=o.warm_connections, gc_off=o.gc_off), sink=sink)
     try:
+        await sink.open()
         outcome = await rep.run()
     finally:
+        files, rows_flushed = await sink.close()  # also after a crash of the run: keep what is done
         if sampler is not None:
             await asyncio.to_thread(sampler.stop)
-    cols, lags, caps = _result_columns(plan, outcome)
-    files = results.write_results(out, cols, run_id)
+    lags, caps = _lags_and_caps(plan, outcome)
     sent_ns = [s for s in outcome.sent_ns if s]
     summ = results.summarize(lags, caps, outcome.errors, outcome.sent, len(plan),
                              min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
                              plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
     summ["interrupted"] = outcome.interrupted
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
+    manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ
-    _write_manifest(out, manifest)
+    write_manifest(out, manifest)
     echo(results.format_summary(summ))
     return ReplayResult(summ, out, files, interrupted=outcome.interrupted, schedule=sched)
 
@@ -175,63 +184,14 @@ def _start_sampler(url: str, out: Path, interval_s: float, explicit: bool):
     return metrics.MetricsSampler(url, out, interval_s).start()
 
 
-def _write_manifest(out: Path, manifest: dict) -> None:
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    os.replace(tmp, out / "manifest.json")
-
-
-def _wall(ns: int, delta: int) -> dt.datetime | None:
-    if not ns:
-        return None
-    return _EPOCH + dt.timedelta(microseconds=(ns + delta) // 1000)
-
-
-def _result_columns(plan, oc) -> tuple[dict, list[float], list[float]]:
-    """Flat result columns for the requests that were sent (or failed trying)."""
-    d = oc.wall_minus_mono_ns
-    keep = [i for i in range(len(plan)) if oc.sent_ns[i] or oc.error[i]]
-    cols: dict[str, list] = {k: [] for k in (
-        "request_id", "target", "route", "scheduled_at", "sent_at", "send_lag_ms", "cap_delay_ms",
-        "ts_first_byte", "ts_end", "status", "error", "kind", "model", "client_id", "ttft_ms", "itl_ms",
-        "e2e_ms", "prompt_tokens", "completion_tokens", "cached_tokens", "expected_completion_tokens",
-        "prompt_chars")}
+def _lags_and_caps(plan, oc) -> tuple[list[float], list[float]]:
+    """Send lags and cap delays (ms) of the requests that have a result row."""
     lags, caps = [], []
-    for i in keep:
-        sched_ns = oc.start_mono_ns + plan.offsets_ns[i]
+    for i in range(len(plan)):
         sent = oc.sent_ns[i]
-        lag = (sent - sched_ns) / 1e6 if sent else None
-        cap = oc.cap_delay_ns[i] / 1e6
-        toks = oc.token_ns[i] or []
-        usage = oc.usage[i] or {}
-        details = usage.get("prompt_tokens_details") or {}
-        cols["request_id"].append(plan.request_id[i])
-        cols["target"].append(plan.targets[plan.target_idx[i]].url)
-        cols["route"].append(plan.route_names[plan.target_idx[i]])
-        cols["scheduled_at"].append(_wall(sched_ns, d))
-        cols["sent_at"].append(_wall(sent, d))
-        cols["send_lag_ms"].append(lag)
-        cols["cap_delay_ms"].append(cap)
-        cols["ts_first_byte"].append(_wall(oc.first_byte_ns[i], d))
-        cols["ts_end"].append(_wall(oc.end_ns[i], d))
-        cols["status"].append(oc.status[i])
-        cols["error"].append(oc.error[i])
-        cols["kind"].append(plan.kind[i])
-        cols["model"].append(plan.model[i])
-        cols["client_id"].append(plan.client_id[i])
-        cols["ttft_ms"].append((toks[0] - sent) / 1e6 if toks and sent else None)
-        cols["itl_ms"].append([(b - a) / 1e6 for a, b in zip(toks, toks[1:])] if len(toks) > 1 else ([] if toks else None))
-        cols["e2e_ms"].append((oc.end_ns[i] - sent) / 1e6 if oc.end_ns[i] and sent else None)
-        cols["prompt_tokens"].append(_int(usage.get("prompt_tokens")))
-        cols["completion_tokens"].append(_int(usage.get("completion_tokens")))
-        cols["cached_tokens"].append(_int(details.get("cached_tokens") if isinstance(details, dict) else None))
-        cols["expected_completion_tokens"].append(plan.expected_completion_tokens[i])
-        cols["prompt_chars"].append(plan.prompt_chars[i])
-        if lag is not None:
-            lags.append(lag)
-        caps.append(cap)
-    return cols, lags, caps
-
-
-def _int(v) -> int | None:
-    return int(v) if isinstance(v, (int, float)) else None
+        if not sent and oc.error[i] is None:
+            continue
+        if sent:
+            lags.append((sent - oc.start_mono_ns - plan.offsets_ns[i]) / 1e6)
+        caps.append(oc.cap_delay_ns[i] / 1e6)
+    return lags, caps

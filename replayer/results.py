@@ -1,4 +1,4 @@
-"""Writing OUT/replay_results/ (via shadowreplay.dataset) and computing the run summary."""
+"""Building and writing OUT/replay_results/ tables (via shadowreplay.dataset), and the run summary."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from shadowreplay.dataset import conform, write_table
 from shadowreplay.schema import REPLAY_RESULTS
 
 
+def columns_table(columns: dict[str, list[Any]]) -> pa.Table:
+    return conform(pa.table({k: pa.array(v) for k, v in columns.items()}), REPLAY_RESULTS)
+
+
 def write_results(out: Path, columns: dict[str, list[Any]], run_id: str) -> list[Path]:
-    table = conform(pa.table({k: pa.array(v) for k, v in columns.items()}), REPLAY_RESULTS)
-    return write_table(out, REPLAY_RESULTS, table, extra_metadata={"run_id": run_id})
+    return write_table(out, REPLAY_RESULTS, columns_table(columns), extra_metadata={"run_id": run_id})
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:

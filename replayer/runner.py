@@ -1,6 +1,7 @@
 """The replay itself: one asyncio loop, one sender coroutine that fires each request at
 `start + offset` (open loop; it never awaits a response), responses handled in protocol
-callbacks, per-request measurements kept in flat lists."""
+callbacks, per-request measurements kept in flat lists. Each request's row is handed to the
+result sink (sink.py) once, as soon as the request is done."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .grpc_replay import GrpcChannels, GrpcResult
 from .pacer import Pacer
 from .plan import Plan
 from .progress import Progress
+from .rows import usage_tokens
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
@@ -67,10 +69,15 @@ class RunOutcome:
 
 
 class Replayer:
-    def __init__(self, plan: Plan, cfg: RunConfig):
+    def __init__(self, plan: Plan, cfg: RunConfig, sink=None):
+        """`sink`: gets `started(start_mono_ns, wall_minus_mono_ns)` before the first send and
+        `add(row)` (rows.Row) once per request that was sent or failed, when it is done."""
         self.plan = plan
         self.cfg = cfg
+        self.sink = sink
         n = len(plan)
+        self._row_out = bytearray(n)  # 1 once the request's row went to the sink
+        self._start_ns = 0
         self.sent_ns = [0] * n
         self.cap_delay_ns = [0] * n
         self.first_byte_ns = [0] * n
@@ -94,6 +101,8 @@ class Replayer:
         self._sigints = 0
         self._fired_ns: dict[int, int] = {}  # requests waiting for a new connection: when fired
         self.cap_waits: list[tuple[int, int]] = []  # (start, end) of each wait for a free slot
+        self._cap_ends: list[int] = []  # the ends of cap_waits (ascending), for bisect
+        self._cap_wait_since = 0  # start of the wait in progress, 0 when none
         self.warmed: dict[int, int] = {}  # target index -> connections opened before the start
 
     # ---- completion ---------------------------------------------------------------------------
@@ -111,6 +120,21 @@ class Replayer:
         self.token_ns[i] = ex.token_ns
         self.usage[i] = ex.usage
         self._finished(ex.error is not None)
+        self._row_done(i)
+
+    def _row_done(self, i: int) -> None:
+        """Hands request i's row to the sink (once; only requests that were sent or failed)."""
+        if self._row_out[i]:
+            return
+        sent = self.sent_ns[i]
+        if not sent and self.error[i] is None:
+            return
+        self._row_out[i] = 1
+        cap = self.cap_delay_ns[i] = self._cap_delay(i, sent)
+        if self.sink is not None:
+            pt, ct, cached = usage_tokens(self.usage[i])
+            self.sink.add((i, sent, self.first_byte_ns[i], self.end_ns[i], self.status[i], self.error[i],
+                           self.token_ns[i], pt, ct, cached, cap))
 
     def _finished(self, failed: bool) -> None:
         self.in_flight -= 1
@@ -175,6 +199,7 @@ class Replayer:
             self.error[i] = res.error
             self.token_ns[i] = res.msg_ns
             self._finished(res.error is not None)
+            self._row_done(i)
 
     def _send_one(self, i: int, target_ns: int) -> None:
         plan = self.plan
@@ -186,6 +211,7 @@ class Replayer:
             self.errors += 1
             self.done += 1
             self.sent += 1
+            self._row_done(i)
             return
         self._fire(i)
         self.sent += 1
@@ -258,11 +284,14 @@ class Replayer:
                     burst = 0
                     await asyncio.sleep(0)
             if cap is not None and self.in_flight >= cap:
-                t_wait = time.monotonic_ns()
+                t_wait = self._cap_wait_since = time.monotonic_ns()
                 while self.in_flight >= cap:
                     self._slot.clear()
                     await self._slot.wait()
-                self.cap_waits.append((t_wait, time.monotonic_ns()))
+                t_end = time.monotonic_ns()
+                self.cap_waits.append((t_wait, t_end))
+                self._cap_ends.append(t_end)
+                self._cap_wait_since = 0
             self._send_one(i, target_ns)
 
     def snapshot(self) -> dict:
@@ -283,8 +312,10 @@ class Replayer:
         progress = Progress(self.snapshot, force=bool(self.cfg.progress))
         if self.cfg.progress is False:
             progress.enabled = False
-        start_ns = time.monotonic_ns() + START_LEAD_NS
+        start_ns = self._start_ns = time.monotonic_ns() + START_LEAD_NS
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
+        if self.sink is not None:
+            self.sink.started(start_ns, wall_minus_mono)
         sender = loop.create_task(self._sender(start_ns))
 
         def on_sigint() -> None:
@@ -338,28 +369,33 @@ class Replayer:
             for pool in self.pools.values():
                 pool.close()
             await self.grpc.close()
-        self._attribute_cap_delay(start_ns)
+        for i in range(len(self.plan)):  # any request done by a path that did not hand its row over
+            if not self._row_out[i]:
+                self._row_done(i)
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, sent=self.sent, errors=self.errors)
 
-    def _attribute_cap_delay(self, start_ns: int) -> None:
+    def _cap_delay(self, i: int, sent: int) -> int:
         """cap_delay of a request = time the sender spent waiting for a free slot between the
-        request's scheduled instant and its send (so requests queued behind a capped one count too)."""
-        if not self.cap_waits:
-            return
-        ends = [e for _, e in self.cap_waits]
-        for i, sent in enumerate(self.sent_ns):
-            sched = start_ns + self.plan.offsets_ns[i]
-            if not sent or sent <= sched:
-                continue
-            k = bisect.bisect_right(ends, sched)
-            total = 0
-            while k < len(self.cap_waits) and self.cap_waits[k][0] < sent:
-                a, b = self.cap_waits[k]
-                total += max(0, min(b, sent) - max(a, sched))
-                k += 1
-            self.cap_delay_ns[i] = total
+        request's scheduled instant and its send (so requests queued behind a capped one count
+        too). Computed when the request is done: every wait that began before its send has
+        ended by then, or is the wait in progress."""
+        if not sent or not (self.cap_waits or self._cap_wait_since):
+            return 0
+        sched = self._start_ns + self.plan.offsets_ns[i]
+        if sent <= sched:
+            return 0
+        waits = self.cap_waits
+        k = bisect.bisect_right(self._cap_ends, sched)
+        total = 0
+        while k < len(waits) and waits[k][0] < sent:
+            a, b = waits[k]
+            total += max(0, min(b, sent) - max(a, sched))
+            k += 1
+        if self._cap_wait_since and self._cap_wait_since < sent:
+            total += max(0, sent - max(self._cap_wait_since, sched))
+        return total
 
     def _abort_all(self, why: str) -> None:
         now = time.monotonic_ns()

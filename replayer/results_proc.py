@@ -1,0 +1,153 @@
+"""The result writer process: `python -m replayer.results_proc`, started by the replay (sink.py).
+
+It reads length-prefixed marshal messages from stdin and writes OUT/replay_results/ Parquet
+files (zstd, via shadowreplay.dataset: temp name, then rename) every `flush_interval_s`, so Arrow
+building and compression never take the replay's GIL or delay a send. Messages:
+
+    ("config", {out, run_id, flush_interval_s, manifest (JSON text)})   first
+    ("plan", static columns)                                             rows.static_columns
+    ("start", start_mono_ns, wall_minus_mono_ns)                         before the first row
+    ("r", i, sent, first, end, status, error, token_ns, pt, ct, cached, cap_ns)   a done request
+
+After each write it rewrites OUT/manifest.json with `rows_flushed` and `flushed_at` and prints one
+JSON line on stdout: {"rows": total rows written, "files": [paths]}. It answers "R" on stdout once
+configured. End of input (the replay closed the pipe, or was killed) means: write what it has,
+print {"done": total}, exit 0. SIGINT and SIGTERM are ignored so that Ctrl-C on the terminal's
+process group cannot cut the last write short; the replay closes the pipe when it is done.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import marshal
+import os
+import select
+import signal
+import struct
+import sys
+import time
+from pathlib import Path
+
+HEADER = struct.Struct(">I")
+
+
+def encode(message: tuple) -> bytes:
+    data = marshal.dumps(message)
+    return HEADER.pack(len(data)) + data
+
+
+def write_manifest(out: Path, manifest: dict) -> None:
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    os.replace(tmp, out / "manifest.json")
+
+
+class Child:
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.config: dict | None = None
+        self.static: dict | None = None
+        self.start: tuple[int, int] | None = None
+        self.pending: list[tuple] = []
+        self.rows_written = 0
+        self.files = 0
+        self.manifest: dict | None = None
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+        off = 0
+        n = len(self.buf)
+        while n - off >= HEADER.size:
+            (size,) = HEADER.unpack_from(self.buf, off)
+            if n - off - HEADER.size < size:
+                break
+            msg = marshal.loads(self.buf[off + HEADER.size : off + HEADER.size + size])
+            off += HEADER.size + size
+            self.handle(msg)
+        del self.buf[:off]
+
+    def handle(self, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "r":
+            self.pending.append(msg[1:])
+        elif kind == "config":
+            self.config = msg[1]
+            self.manifest = json.loads(self.config["manifest"])
+        elif kind == "plan":
+            self.static = msg[1]
+            say("R")
+        elif kind == "start":
+            self.start = (msg[1], msg[2])
+
+    def flush(self) -> None:
+        if not self.pending or self.config is None or self.static is None or self.start is None:
+            return
+        from shadowreplay.dataset import write_table
+        from shadowreplay.schema import REPLAY_RESULTS
+
+        from .results import columns_table
+        from .rows import columns
+
+        rows, self.pending = self.pending, []
+        out = Path(self.config["out"])
+        table = columns_table(columns(self.static, rows, *self.start))
+        try:
+            paths = write_table(out, REPLAY_RESULTS, table, extra_metadata={"run_id": self.config["run_id"]})
+        except Exception as e:  # disk full, permissions: keep the rows and try again next time
+            self.pending = rows + self.pending
+            say(json.dumps({"error": f"{e.__class__.__name__}: {e}"}))
+            return
+        self.rows_written += len(rows)
+        self.files += len(paths)
+        if self.manifest is not None:
+            self.manifest["rows_flushed"] = self.rows_written
+            self.manifest["flushed_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
+            try:
+                write_manifest(out, self.manifest)
+            except OSError:
+                pass
+        say(json.dumps({"rows": self.rows_written, "files": [str(p) for p in paths]}))
+
+
+def say(line: str) -> None:
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass  # the replay is gone: the files are what matters
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.nice(10)  # on a small machine, the sender gets the CPU first
+    except OSError:
+        pass
+    importlib.import_module("shadowreplay.dataset")  # pyarrow's import cost, paid before the replay starts
+
+    child = Child()
+    fd = sys.stdin.fileno()
+    deadline = None
+    while True:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if ready:
+            data = os.read(fd, 1 << 20)
+            if not data:
+                break
+            child.feed(data)
+            if deadline is None and child.start is not None:  # intervals count from the start instant
+                deadline = time.monotonic() + float(child.config["flush_interval_s"])
+        if deadline is not None and time.monotonic() >= deadline:
+            child.flush()
+            deadline = time.monotonic() + float(child.config["flush_interval_s"])
+    child.flush()
+    say(json.dumps({"done": child.rows_written}))
+    return 1 if child.pending else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""Results written during the replay: the sending process's side of the result writer process.
+
+When a request is done (finished, failed, timed out, given up at the end) the runner hands its
+row to `ResultSink.add` as a compact tuple (rows.py). `add` marshals it (about a microsecond) into
+a buffer; every PIPE_TICK_S a loop callback hands the buffer to a non-blocking pipe. The writer
+process (`python -m replayer.results_proc`, niced) builds Arrow tables and writes zstd Parquet
+files every `flush_interval_s`: no Arrow, compression or disk I/O runs in the sending process
+while it sends, so pacing is not disturbed (docs/bench/replayer.md measures it).
+
+What a crash loses: SIGKILL/OOM of the replay alone loses at most the last PIPE_TICK_S of rows
+(the writer process gets end-of-input and writes the rest); losing both processes (or the
+machine) loses what was not yet written, at most the last `flush_interval_s` of rows.
+
+If the writer process cannot start or dies, the rows it did not confirm are written by this
+process at the end (the old behaviour), with a warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import marshal
+import subprocess
+import sys
+from pathlib import Path
+
+from .results_proc import HEADER, encode
+from .rows import Row
+
+log = logging.getLogger(__name__)
+
+PIPE_TICK_S = 0.2
+READY_TIMEOUT_S = 60.0
+CLOSE_TIMEOUT_S = 120.0
+
+
+class _Reader(asyncio.Protocol):
+    """The writer process's stdout: one line per event."""
+
+    def __init__(self, sink: ResultSink):
+        self.sink = sink
+        self.buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            self.sink._line(line.decode("utf-8", "replace").strip())
+
+    def connection_lost(self, exc) -> None:
+        self.sink._eof()
+
+
+class _Writer(asyncio.BaseProtocol):
+    def __init__(self, sink: ResultSink):
+        self.sink = sink
+
+    def connection_lost(self, exc) -> None:
+        self.sink._gone()
+
+
+class ResultSink:
+    def __init__(self, out: Path, run_id: str, flush_interval_s: float, manifest_json: str, static: dict):
+        self.out = out
+        self.run_id = run_id
+        self.flush_interval_s = flush_interval_s
+        self.manifest_json = manifest_json
+        self.static = static
+        self.rows: list[Row] = []  # every row handed over, in order (for the fallback)
+        self.confirmed = 0  # rows[:confirmed] are on disk (the writer process said so)
+        self.files: list[Path] = []
+        self.errors: list[str] = []
+        self.start: tuple[int, int] | None = None
+        self.proc: subprocess.Popen | None = None
+        self._wt: asyncio.WriteTransport | None = None
+        self._rt: asyncio.ReadTransport | None = None
+        self._buf = bytearray()
+        self._tick: asyncio.TimerHandle | None = None
+        self._ready: asyncio.Future | None = None
+        self._alive = False
+        self._closing = False
+        self._ended: asyncio.Event | None = None
+
+    # ---- set-up ---------------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Starts the writer process and waits (bounded) until it is ready, before the replay
+        starts; on failure the replay goes on and writes its results at the end."""
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._ended = asyncio.Event()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "replayer.results_proc"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, close_fds=True)
+            self._wt, _ = await loop.connect_write_pipe(lambda: _Writer(self), self.proc.stdin)
+            self._rt, _ = await loop.connect_read_pipe(lambda: _Reader(self), self.proc.stdout)
+        except OSError as e:
+            log.warning("replay: cannot start the result writer process (%s); results are written at the end", e)
+            self._kill()
+            return
+        self._alive = True
+        self._wt.write(encode(("config", {"out": str(self.out), "run_id": self.run_id,
+                                          "flush_interval_s": self.flush_interval_s,
+                                          "manifest": self.manifest_json})))
+        self._wt.write(encode(("plan", self.static)))
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            pass
+        if not (self._ready.done() and self._ready.result()):
+            log.warning("replay: the result writer process did not start; results are written at the end")
+            self._alive = False
+            self._kill()
+
+    def started(self, start_mono_ns: int, wall_minus_mono_ns: int) -> None:
+        """The start instant is fixed (called by the runner before the first send)."""
+        self.start = (start_mono_ns, wall_minus_mono_ns)
+        if self._alive:
+            self._wt.write(encode(("start", start_mono_ns, wall_minus_mono_ns)))
+            self._tick = asyncio.get_running_loop().call_later(PIPE_TICK_S, self._on_tick)
+
+    # ---- during the run (on the sender's loop: keep it cheap) -----------------------------------
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        if self._alive:
+            data = marshal.dumps(("r", *row))
+            self._buf += HEADER.pack(len(data))
+            self._buf += data
+
+    def _on_tick(self) -> None:
+        self._push()
+        if self._alive:
+            self._tick = asyncio.get_running_loop().call_later(PIPE_TICK_S, self._on_tick)
+
+    def _push(self) -> None:
+        if self._buf and self._alive:
+            self._wt.write(bytes(self._buf))
+        self._buf.clear()
+
+    def _line(self, line: str) -> None:
+        if line == "R":
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_result(True)
+            return
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if "rows" in msg:
+            self.confirmed = int(msg["rows"])
+            self.files.extend(Path(p) for p in msg.get("files", ()))
+        elif "error" in msg:
+            self.errors.append(msg["error"])
+            log.warning("replay: the result writer could not write (%s); it retries at the next flush", msg["error"])
+        elif "done" in msg:
+            self.confirmed = int(msg["done"])
+
+    def _gone(self) -> None:
+        """A pipe to the writer process closed: it exited (or is about to)."""
+        if self._alive and not self._closing and self._ready is not None and self._ready.done():
+            log.warning("replay: the result writer process exited during the run; "
+                        "the rows it had not written are written at the end")
+        self._alive = False
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(False)
+
+    def _eof(self) -> None:
+        self._gone()
+        if self._ended is not None:
+            self._ended.set()
+
+    # ---- the end --------------------------------------------------------------------------------
+    async def close(self) -> tuple[list[Path], int]:
+        """Hands over the last rows, lets the writer process write them and exit, then writes
+        whatever it did not confirm in this process. Returns (files written, rows written)."""
+        if self._tick is not None:
+            self._tick.cancel()
+        self._push()
+        self._closing = True
+        proc = self.proc
+        if proc is not None:
+            if self._wt is not None and not self._wt.is_closing():
+                self._wt.close()  # end of input: the writer process writes the rest and exits
+            try:
+                await asyncio.to_thread(proc.wait, CLOSE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                log.error("replay: the result writer process did not finish within %.0f s; stopped", CLOSE_TIMEOUT_S)
+                self._kill()
+            if self._rt is not None:  # read its last lines
+                try:
+                    await asyncio.wait_for(self._ended.wait(), 5.0)
+                except asyncio.TimeoutError:
+                    pass
+                self._rt.close()
+        rest = self.rows[self.confirmed:]
+        if rest and self.start is not None:
+            from . import results
+            from .rows import columns
+
+            self.files.extend(results.write_results(self.out, columns(self.static, rest, *self.start), self.run_id))
+            self.confirmed = len(self.rows)
+        return self.files, self.confirmed
+
+    def _kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for t in (self._wt, self._rt):
+            if t is not None:
+                t.close()

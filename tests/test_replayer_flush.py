@@ -1,0 +1,197 @@
+"""Results written during the run (replayer/sink.py, replayer/results_proc.py): a replay killed
+with SIGKILL keeps what was flushed; a normal run gives one row per request across several
+flush files; Ctrl-C on the terminal's process group still leaves complete results. All against
+the real local streaming server, with the CLI as a subprocess where a kill is involved."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+
+from replayer.replay import ReplayOptions, replay
+from replayer.results import percentile
+from shadowreplay.dataset import parquet_files
+from tests.conftest import REPO
+from tests.replayer_helpers import ServerThread, chat_row, wait_for, write_recording
+
+N = 400
+GAP_S = 0.05  # 20 s of schedule: long enough to be killed mid-run
+
+
+def rows_of(out: Path) -> list[dict]:
+    cur = duckdb.connect().execute(
+        f"SELECT * FROM read_parquet('{out}/replay_results/**/*.parquet') ORDER BY scheduled_at, request_id")
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def assert_complete(rows: list[dict], selection: set[str]) -> None:
+    ids = [r["request_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "a request has two rows"
+    assert set(ids) <= selection
+    for r in rows:
+        assert r["status"] == 200 and r["error"] is None, r
+        assert r["sent_at"] is not None and r["ts_end"] is not None and r["send_lag_ms"] is not None
+        assert r["completion_tokens"] == r["expected_completion_tokens"] and r["ttft_ms"] is not None
+        assert len(r["itl_ms"]) == r["completion_tokens"] - 1
+
+
+def start_cli(rec: Path, url: str, out: Path, *extra: str) -> subprocess.Popen:
+    # Its own session, like a job started from a shell: signals can go to the whole group.
+    return subprocess.Popen([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", url,
+                             "--out", str(out), "--no-metrics", "--no-progress", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            start_new_session=True)
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(x) for x in (task / "children").read_text().split()]
+    return out
+
+
+def gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] in "ZX"
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+def recording(tmp_path: Path, n: int = N, gap: float = GAP_S) -> tuple[Path, set[str]]:
+    write_recording(tmp_path / "rec", [chat_row(i, i * gap, completion_tokens=3) for i in range(n)])
+    return tmp_path / "rec", {f"r{i:05d}" for i in range(n)}
+
+
+def test_sigkill_of_the_whole_group_keeps_the_flushed_rows(tmp_path):
+    """Both processes die at once (like OOM of the group or a machine crash): what was flushed
+    before stays readable, each row complete, none twice."""
+    rec, selection = recording(tmp_path)
+    out = tmp_path / "out"
+    with ServerThread() as srv:
+        p = start_cli(rec, srv.url, out, "--flush-interval", "0.5")
+        try:
+            wait_for(lambda: len(parquet_files(out, "replay_results")) >= 2, 60, "two flushed files")
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(10)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        sent = len([a for a in srv.arrivals if a.method == "POST"])
+    assert p.returncode == -signal.SIGKILL
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    assert 0 < len(rows) <= sent < N
+    # the flushed rows are the earliest requests (rows are written as requests finish, in order here)
+    assert [r["request_id"] for r in rows] == [f"r{i:05d}" for i in range(len(rows))]
+    man = json.loads((out / "manifest.json").read_text())
+    assert "finished_at" not in man and 0 < man["rows_flushed"] <= len(rows)
+
+
+def test_sigkill_of_the_replay_alone_the_writer_writes_the_rest(tmp_path):
+    """Only the replay process dies (SIGKILL, OOM killer): the writer process gets end of input
+    and writes every row it was handed, although no flush was due yet."""
+    rec, selection = recording(tmp_path)
+    out = tmp_path / "out"
+    with ServerThread() as srv:
+        p = start_cli(rec, srv.url, out, "--flush-interval", "600")
+        kids: list[int] = []
+        try:
+            wait_for(lambda: len([a for a in srv.arrivals if a.method == "POST"]) >= 40, 60, "40 sends")
+            kids = children(p.pid)
+            sent = len([a for a in srv.arrivals if a.method == "POST"])
+            assert parquet_files(out, "replay_results") == []  # nothing flushed yet
+            p.send_signal(signal.SIGKILL)
+            p.wait(10)
+            assert len(kids) == 1
+            wait_for(lambda: gone(kids[0]), 30, "the writer process to finish")
+        finally:
+            if p.poll() is None:
+                p.kill()
+            for k in kids:
+                if not gone(k):
+                    os.kill(k, signal.SIGKILL)
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    # all but the last pipe tick (0.2 s = 4 requests here) and the few in flight reached the writer
+    assert sent - 10 <= len(rows) < N, (sent, len(rows))
+
+
+def test_normal_run_one_row_per_request_across_flush_files(tmp_path):
+    rec, selection = recording(tmp_path, n=60, gap=0.03)
+    out = tmp_path / "out"
+    with ServerThread() as srv:
+        res = replay(ReplayOptions(recording=str(rec), target=srv.url, out=str(out), no_metrics=True,
+                                   progress=False, flush_interval_s=0.3), echo=lambda s: None)
+        sent = len([a for a in srv.arrivals if a.method == "POST"])
+    files = parquet_files(out, "replay_results")
+    assert len(files) >= 3, files  # written during the run, not only at the end
+    assert sorted(res.files) == files
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    assert sent == len(rows) == 60 and {r["request_id"] for r in rows} == selection
+    # the summary (from the runner's arrays) and the rows (from the writer process) agree
+    lags = sorted(r["send_lag_ms"] for r in rows)
+    assert res.summary["lag_p50_ms"] == percentile(lags, 50) and res.summary["lag_max_ms"] == lags[-1]
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["rows_flushed"] == 60 and man["flush_interval_s"] == 0.3 and "finished_at" in man
+    meta = {duckdb.connect().execute(f"SELECT value FROM parquet_kv_metadata('{f}') "
+                                     "WHERE key = 'shadowreplay.run_id'").fetchone()[0] for f in files}
+    assert meta == {man["run_id"].encode()}
+
+
+def test_ctrl_c_on_the_process_group_leaves_complete_results(tmp_path):
+    """A terminal's Ctrl-C reaches both processes: the writer ignores it and writes every row the
+    replay hands it while draining."""
+    rec, selection = recording(tmp_path)
+    out = tmp_path / "out"
+    with ServerThread() as srv:
+        p = start_cli(rec, srv.url, out, "--flush-interval", "0.5", "--drain", "10")
+        try:
+            wait_for(lambda: len(parquet_files(out, "replay_results")) >= 1, 60, "a flushed file")
+            os.killpg(p.pid, signal.SIGINT)
+            _, stderr = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        sent = len([a for a in srv.arrivals if a.method == "POST"])
+    assert p.returncode == 130 and "Traceback" not in stderr, stderr
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    assert len(rows) == sent < N
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["summary"]["interrupted"] is True and man["rows_flushed"] == len(rows)
+    assert man["summary"]["not_sent"] == N - len(rows)
+
+
+def test_writer_process_dies_mid_run_rows_written_at_the_end(tmp_path):
+    """The writer process is killed during the run: the replay goes on and writes the rows the
+    writer had not confirmed itself, with no duplicates."""
+    rec, selection = recording(tmp_path, n=80, gap=0.025)
+    out = tmp_path / "out"
+    me = os.getpid()
+    before = set(children(me))
+    done: dict = {}
+    with ServerThread() as srv:
+        t = threading.Thread(target=lambda: done.setdefault("res", replay(
+            ReplayOptions(recording=str(rec), target=srv.url, out=str(out), no_metrics=True, progress=False,
+                          flush_interval_s=0.3), echo=lambda s: None)))
+        t.start()
+        wait_for(lambda: len(parquet_files(out, "replay_results")) >= 1, 60, "a flushed file")
+        kids = set(children(me)) - before
+        assert len(kids) == 1
+        os.kill(kids.pop(), signal.SIGKILL)
+        t.join(120)
+    assert not t.is_alive()
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    assert {r["request_id"] for r in rows} == selection
+    assert json.loads((out / "manifest.json").read_text())["rows_flushed"] == 80
+    assert done["res"].summary["sent"] == 80
