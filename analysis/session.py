@@ -156,7 +156,8 @@ def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schem
     if schema:
         con.execute(f"SET schema = {sql_literal(schema)}")
     try:
-        con.execute(sql_text(name))
+        con.execute(sql_text(name))  # lat_source
+        con.execute(sql_text("lat"))
     except duckdb.Error as e:
         raise DatasetError(f"cannot read {table}: {first_line(e)}") from None
     finally:

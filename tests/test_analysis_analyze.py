@@ -140,6 +140,7 @@ def test_sql_files_run_by_hand_in_plain_duckdb(small, capsys):
     con = duckdb.connect()
     con.execute(f"CREATE VIEW requests AS SELECT * FROM read_parquet('{glob_for(small, 'requests')}', hive_partitioning = true)")
     con.execute((SQL_DIR / "lat_requests.sql").read_text())
+    con.execute((SQL_DIR / "lat.sql").read_text())
     con.execute("SET VARIABLE slo_ttft_ms = 120")
     con.execute("SET VARIABLE slo_e2e_ms = 700")
     row = con.execute((SQL_DIR / "summary.sql").read_text()).fetchall()[0]

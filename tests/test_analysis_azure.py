@@ -39,6 +39,7 @@ def test_documented_query_on_the_csvs(traces_dir, monkeypatch):
     assert sum(r[2] for r in minutes) == sum(len(_csv(traces_dir, t)) for t in TRACES)
     # The analysis files run on top of the view.
     con.execute((SQL_DIR / "lat_requests.sql").read_text())
+    con.execute((SQL_DIR / "lat.sql").read_text())
     assert con.execute("SELECT count(*) FROM lat WHERE prompt_len IS NOT NULL").fetchone()[0] == sum(len(_csv(traces_dir, t)) for t in TRACES)
 
 

@@ -3,7 +3,7 @@
 -- the CSVs (or edit the glob):
 --     duckdb -c ".read analysis/sql/azure_2023_csv.sql"   (from ../shared/data/traces)
 -- The columns the analysis files read are there (NULL where the trace has nothing), so
--- lat_requests.sql and the other files run after it. client_id is the trace name (code / conv).
+-- lat_requests.sql, lat.sql and the other files run after it. client_id is the trace name (code / conv).
 CREATE OR REPLACE VIEW requests AS
 SELECT
     regexp_extract(filename, 'Trace_([a-z]+)_2023', 1) || '-' || row_number() OVER (PARTITION BY filename ORDER BY "TIMESTAMP") AS request_id,

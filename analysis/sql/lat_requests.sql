@@ -1,6 +1,5 @@
--- One row per request with the columns every analysis query reads, from the recording.
--- Run after the views: CREATE VIEW lat AS ... then any analysis/sql/*.sql file.
-CREATE OR REPLACE VIEW lat AS
+-- The recording's side of `lat`: one row per recorded request. Run lat.sql after it.
+CREATE OR REPLACE VIEW lat_source AS
 SELECT
     request_id,
     ts_start AS t,
@@ -8,22 +7,15 @@ SELECT
     kind,
     model,
     client_id,
-    hash(kind, model, client_id) AS group_key,  -- one integer to group by instead of three strings
     path AS route,
     status,
     error,
-    (error IS NOT NULL OR coalesce(status, 200) >= 400) AS failed,
-    CASE WHEN error IS NULL THEN coalesce(status, 0) IN (408, 504)  -- lower() only where there is an error
-        ELSE coalesce(status, 0) IN (408, 504) OR contains(lower(error), 'timeout') OR contains(lower(error), 'timed out')
-    END AS timed_out,
     ttft_ms,
     e2e_ms,
     itl_ms,
-    (e2e_ms - ttft_ms) / nullif(completion_tokens - 1, 0) AS tpot_mean_ms,  -- without itl_ms lists
-    coalesce(list_avg(itl_ms), tpot_mean_ms) AS tpot_ms,
     prompt_tokens,
     completion_tokens,
-    coalesce(prompt_tokens::DOUBLE, prompt_chars / 4.0) AS prompt_len,
+    prompt_chars,
     coalesce(prefix_hash, CAST(hash_ids[1] AS VARCHAR)) AS prefix_key,
     NULL::DOUBLE AS send_lag_ms
 FROM requests;
