@@ -243,6 +243,82 @@ def wait_drained(out: Path, expected: int, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+
+def sse_chunks() -> list[bytes]:
+    """The benchmark's stream: 8 content events, then the usage event and [DONE]."""
+    words = json.loads(BODY)["messages"][0]["content"].split()
+    chunks = []
+    for i, w in enumerate(words[:8]):
+        ev = {"id": "c", "object": "chat.completion.chunk", "model": "fake-llm",
+              "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w}, "finish_reason": None}]}
+        chunks.append(f"data: {json.dumps(ev)}\n\n".encode())
+    chunks.append(b'data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":8}}\n\ndata: [DONE]\n\n')
+    return chunks
+
+
+def hook_cost(n: int, writer_mode: str, rate: float) -> dict:
+    """The recorder's own cost on the proxy's event loop, per request: mitmproxy's real flow
+    objects through the real addon chain (h2c, gRPC, HTTP recorder) with a running writer, timed
+    in-process. `to_first_byte` is what runs before the first SSE chunk is passed on (the
+    responseheaders hooks plus the first chunk's observer): the most the addon can add to TTFT
+    on an idle proxy. `per_request` adds the other chunks and the response hook (the submit).
+    Requests start open loop at `rate` per second, so the writer works at that rate meanwhile and
+    its share of the GIL shows in the tail."""
+    from mitmproxy.test import taddons, tflow
+
+    from recorder import record_addon
+
+    events = sse_chunks()
+    body = BODY if isinstance(BODY, bytes) else BODY.encode()
+    tmp = Path(tempfile.mkdtemp(prefix="recorder-hooks-"))
+    (tmp / "scrub.key").write_bytes(os.urandom(32).hex().encode())
+    chain = record_addon.addons
+    first, total = [], []
+    with taddons.context(*chain) as tctx:
+        tctx.configure(record_addon.rec, shadowreplay_out=str(tmp / "data"), shadowreplay_key_file=str(tmp / "scrub.key"),
+                       shadowreplay_writer=writer_mode, shadowreplay_rotate_seconds="1")
+        clock = time.perf_counter_ns
+        begin = time.perf_counter()
+        for i in range(n):
+            d = begin + i / rate - time.perf_counter()
+            if d > 0:
+                time.sleep(d)
+            f = tflow.tflow(resp=True)
+            f.request.method, f.request.path, f.request.content = "POST", "/v1/chat/completions", body
+            f.request.headers["content-type"] = "application/json"
+            f.request.headers["authorization"] = "Bearer sk-bench"
+            f.response.headers["content-type"] = "text/event-stream"
+            f.response.content = b""
+            t0 = clock()
+            for a in chain:
+                h = getattr(a, "requestheaders", None)
+                if h:
+                    h(f)
+            for a in chain:
+                h = getattr(a, "responseheaders", None)
+                if h:
+                    h(f)
+            stream = f.response.stream
+            stream(events[0])
+            t1 = clock()
+            for ev in events[1:]:
+                stream(ev)
+            for a in chain:
+                h = getattr(a, "response", None)
+                if h:
+                    h(f)
+            t2 = clock()
+            first.append((t1 - t0) / 1e3)
+            total.append((t2 - t0) / 1e3)
+        record_addon.rec.done()
+    st = json.loads((tmp / "data" / "recorder_status.json").read_text())
+    first.sort()
+    total.sort()
+    q = lambda v, p: v[min(len(v) - 1, int(p / 100 * len(v)))]  # noqa: E731
+    return {"writer": writer_mode, "rate": rate, "requests": n, "rows_written": st.get("rows_written"),
+            "to_first_byte_us_p50": q(first, 50), "to_first_byte_us_p99": q(first, 99), "to_first_byte_us_max": first[-1],
+            "per_request_us_p50": q(total, 50), "per_request_us_p99": q(total, 99)}
+
 def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
     """The recorder's own capacity, without mitmproxy: exchanges shaped like the benchmark's chat
     streams (body, 10 SSE events, usage chunk) are submitted to a Writer (thread) or a
@@ -256,13 +332,7 @@ def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
     from recorder.process_writer import ProcessWriter
     from recorder.writer import Writer, WriterConfig, read_status
 
-    words = json.loads(BODY)["messages"][0]["content"].split()
-    chunks = []
-    for i, w in enumerate(words[:8]):
-        ev = {"id": "c", "object": "chat.completion.chunk", "model": "fake-llm",
-              "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w}, "finish_reason": None}]}
-        chunks.append(f"data: {json.dumps(ev)}\n\n".encode())
-    chunks.append(b'data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":8}}\n\ndata: [DONE]\n\n')
+    chunks = sse_chunks()
     headers = [("host", "127.0.0.1"), ("content-type", "application/json"),
                ("authorization", "Bearer sk-bench-0123456789abcdef"), ("content-length", str(len(BODY)))]
     out = Path(tempfile.mkdtemp(prefix="recorder-pipeline-"))
@@ -313,9 +383,18 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--pipeline-only", action="store_true", help="only the recording capacity check (no mitmproxy)")
     ap.add_argument("--writers", default="thread,process", help="recorder writer modes to measure (comma-separated)")
+    ap.add_argument("--hooks", type=int, default=20000, metavar="N",
+                    help="time the addon chain's hooks in-process over N requests at --check-rate (0: skip)")
+    ap.add_argument("--hooks-only", action="store_true", help="only the in-process hook timing")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO))
     writers = [x for x in a.writers.split(",") if x]
+    hooks = {}
+    for wm in writers if a.hooks > 0 else []:
+        hooks[wm] = hook_cost(a.hooks, wm, a.check_rate)
+        print(f"hooks in-process ({wm} writer): {json.dumps(hooks[wm])}", flush=True)
+    if a.hooks_only:
+        return
     pipe = {}
     for wm in writers:
         pipe[wm] = pipeline_check(a.check_rate, a.check_seconds, wm) if a.check_seconds > 0 else {}
