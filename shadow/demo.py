@@ -386,13 +386,12 @@ class Demo:
         con = duckdb.connect()
         params = {
             "period_s": self.cfg.week_s, "slot_from_s": slot_from, "slot_to_s": slot_from + self.cfg.bucket_s,
-            "batch_client": batch_id, "glob": glob_for(rec_dir, "requests"),
+            "batch_client": batch_id, "rec_glob": glob_for(rec_dir, "requests"),
         }  # fmt: skip
-        rows: dict[str, Any] = {}
-        rows["recording"] = fetch(con, (SQL_DIR / "slot_latency_recording.sql").read_text(), params)
+        sql = (SQL_DIR / "slot_latency.sql").read_text()
+        rows: dict[str, Any] = {"recording": fetch(con, sql, dict(params, glob=params["rec_glob"]))}
         for name, d in runs.items():
-            p = dict(params, glob=glob_for(d, "replay_results"), rec_glob=glob_for(rec_dir, "requests"))
-            rows[name] = fetch(con, (SQL_DIR / "slot_latency_replay.sql").read_text(), p)
+            rows[name] = fetch(con, sql, dict(params, glob=glob_for(d, "replay_results")))
         self.say(f"  short requests (all clients but {BATCH_CLIENT}) in the anomalous slot +{slot_from:g}s-{slot_from + self.cfg.bucket_s:g}s vs the rest:")
         head = f"    {'run':<12}{'where':<10}{'requests':>9}{'failed':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'E2E p50':>10}{'E2E p99':>10}"
         self.say(head)

@@ -1,6 +1,8 @@
--- The same short requests in a replay: joined to the recording by request_id, so the slot is
--- judged on the recorded time even though the replay ran at another wall-clock phase.
--- Parameters: $glob (replay_results glob), $rec_glob (requests glob), $period_s, $slot_from_s,
+-- Short requests (every client but the batch client) inside and outside the anomalous slot, of a
+-- recording ($glob = its requests glob) or of a replay ($glob = its replay_results glob). The slot
+-- is judged on the recorded time: joined to the recording by request_id, so a replay that ran at
+-- another wall-clock phase or speed is still split on its recording's slots.
+-- Parameters: $glob, $rec_glob (the recording's requests glob), $period_s, $slot_from_s,
 -- $slot_to_s, $batch_client.
 WITH q AS (
     SELECT request_id, client_id, ts_start FROM read_parquet($rec_glob, hive_partitioning = true)
