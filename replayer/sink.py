@@ -80,6 +80,7 @@ class ResultSink:
         self._ready: asyncio.Future | None = None
         self._alive = False
         self._closing = False
+        self._done = False  # the writer process said it wrote everything it was handed
         self._ended: asyncio.Event | None = None
 
     # ---- set-up ---------------------------------------------------------------------------------
@@ -154,6 +155,7 @@ class ResultSink:
             log.warning("replay: the result writer could not write (%s); it retries at the next flush", msg["error"])
         elif "done" in msg:
             self.confirmed = int(msg["done"])
+            self._done = True
 
     def _gone(self) -> None:
         """A pipe to the writer process closed: it exited (or is about to)."""
@@ -192,14 +194,47 @@ class ResultSink:
                 except asyncio.TimeoutError:
                     pass
                 self._rt.close()
-        rest = self.rows[self.confirmed:]
-        if rest and self.start is not None:
-            from . import results
-            from .rows import columns
-
-            self.files.extend(results.write_results(self.out, columns(self.static, rest, *self.start), self.run_id))
-            self.confirmed = len(self.rows)
+        if self.confirmed < len(self.rows) and self.start is not None:
+            self._write_rest()
         return self.files, self.confirmed
+
+    def _write_rest(self) -> None:
+        """Writes, in this process, the rows that are not on disk. Which ones are is read from the
+        files of this run (not from the writer's messages): a writer killed between renaming a
+        file and saying so must not cause a row to be written twice."""
+        from . import results
+        from .rows import columns
+
+        rest = self.rows[self.confirmed:]
+        if not self._done:
+            on_disk, self.files = self._on_disk()
+            ids, offs = self.static["request_id"], self.static["offsets_ns"]
+            base = self.start[0] + self.start[1]  # start instant on the wall clock, ns
+            rest = [r for r in self.rows if (ids[r[0]], (base + offs[r[0]]) // 1000) not in on_disk]
+        if rest:
+            self.files.extend(results.write_results(self.out, columns(self.static, rest, *self.start), self.run_id))
+        self.confirmed = len(self.rows)
+
+    def _on_disk(self) -> tuple[set[tuple[str, int]], list[Path]]:
+        """(request_id, scheduled_at in µs) of every row in this run's files, and those files."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from shadowreplay.dataset import parquet_files
+        from shadowreplay.schema import REPLAY_RESULTS
+
+        keys: set[tuple[str, int]] = set()
+        files = []
+        for f in parquet_files(self.out, REPLAY_RESULTS):
+            try:
+                if (pq.read_metadata(f).metadata or {}).get(b"shadowreplay.run_id") != self.run_id.encode():
+                    continue
+                t = pq.read_table(f, columns=["request_id", "scheduled_at"])
+            except Exception:  # unreadable: not this run's complete file
+                continue
+            files.append(f)
+            keys.update(zip(t.column("request_id").to_pylist(), t.column("scheduled_at").cast(pa.int64()).to_pylist()))
+        return keys, files
 
     def _kill(self) -> None:
         proc = self.proc
