@@ -16,6 +16,11 @@ the server). shadowreplay's own per-request send_lag_ms (client side) is reporte
 Usage:
   .venv/bin/python benchmarks/replayer_bench.py [--runs 3] [--azure-requests 3000]
                                                 [--steady-seconds 5] [--strategies]
+                                                [--flush-intervals 1,10] [--compare-repo DIR]
+
+--flush-intervals runs shadowreplay once per interval (results written during the run every S
+seconds); --compare-repo DIR also runs the shadowreplay of another checkout (e.g. an older commit:
+`git worktree add /tmp/rep-before <commit>`) in the same rounds, interleaved with this one.
 """
 
 from __future__ import annotations
@@ -134,13 +139,14 @@ def server_side(arrivals: list[int], sched) -> dict:
             "rate": (n - 1) / ((arr[-1] - arr[0]) / 1e9)}
 
 
-def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = ()) -> dict:
+def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = (), repo: Path = REPO) -> dict:
     srv = Server(tmp)
     out = tmp / f"out-{time.monotonic_ns()}"
+    env = dict(os.environ, PYTHONPATH=str(repo))  # that checkout's packages before the installed ones
     try:
         p = subprocess.run([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
                             "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30", *extra],
-                           capture_output=True, text=True, cwd=REPO, timeout=600)
+                           capture_output=True, text=True, cwd=repo, env=env, timeout=600)
     finally:
         arrivals = srv.stop()
     if p.returncode != 0:
@@ -149,6 +155,7 @@ def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = ()) ->
     s = json.loads((out / "manifest.json").read_text())["summary"]
     res["self_p50"], res["self_p99"], res["self_max"] = s["lag_p50_ms"], s["lag_p99_ms"], s["lag_max_ms"]
     res["errors"] = s["errors"]
+    res["files"] = sum(1 for _ in (out / "replay_results").rglob("*.parquet"))
     return res
 
 
@@ -190,6 +197,8 @@ def main() -> None:
     ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
     ap.add_argument("--ablation", action="store_true",
                     help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
+    ap.add_argument("--flush-intervals", help="comma-separated --flush-interval values to run shadowreplay with")
+    ap.add_argument("--compare-repo", type=Path, help="also run the shadowreplay of this checkout, interleaved")
     ap.add_argument("--no-vllm", action="store_true")
     ap.add_argument("--json", help="write all figures here")
     args = ap.parse_args()
@@ -210,6 +219,12 @@ def main() -> None:
                  "shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
                  "shadowreplay-before": [*task, "--warm-connections", "32", "--keep-gc"]}
     tools += list(ablations) if args.ablation else []
+    if args.flush_intervals:
+        for f in args.flush_intervals.split(","):
+            ablations[f"shadowreplay-flush{f}s"] = ["--flush-interval", f]
+            tools.append(f"shadowreplay-flush{f}s")
+    if args.compare_repo:
+        tools.insert(0, "shadowreplay@compare")
     tools += [] if args.no_vllm else ["vllm-bench"]
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="replayer-bench-") as t:
@@ -220,9 +235,12 @@ def main() -> None:
             trace = tmp / f"{name}.jsonl"
             write_mooncake(trace, sched)
             for run in range(args.runs):
-                for tool in tools:
+                k = run % len(tools)  # rotate the order each round: no tool always runs first
+                for tool in tools[k:] + tools[:k]:
                     if tool == "vllm-bench":
                         r = run_vllm(trace, tmp, sched, tokenizer)
+                    elif tool == "shadowreplay@compare":
+                        r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
                     elif tool in ablations:
                         r = run_ours(rec, tmp, sched, "timerfd", ablations[tool])
                     else:

@@ -1,13 +1,13 @@
 """Result rows: what the runner hands over when a request is done, and the replay_results
 columns built from it. Pure (no I/O); used by the writer process and by the in-process fallback.
 
-A done request travels as one compact tuple of plain values (marshal-able, so encoding it costs
-the sending process about a microsecond):
+A done request travels as one compact tuple of plain values, built from the runner's arrays
+without any computation (marshal-able; batches of them are marshalled later, in one call each):
 
-    (i, sent_ns, first_byte_ns, end_ns, status, error, token_ns, prompt_tokens,
-     completion_tokens, cached_tokens, cap_delay_ns)
+    (i, sent_ns, first_byte_ns, end_ns, status, error, token_ns, usage, cap_delay_ns)
 
-`i` indexes the plan; times are CLOCK_MONOTONIC ns (0 = never). The columns that do not depend on
+`i` indexes the plan; times are CLOCK_MONOTONIC ns (0 = never); `usage` is the usage object the
+server reported (a dict of JSON values) or None. The columns that do not depend on
 the run (request id, target, route, kind, model, ...) come from `static_columns(plan)`, sent once
 before the start.
 """
@@ -26,7 +26,7 @@ COLUMNS = (
     "prompt_chars",
 )
 
-Row = tuple  # (i, sent, first, end, status, error, token_ns, pt, ct, cached, cap_ns)
+Row = tuple  # (i, sent, first, end, status, error, token_ns, usage, cap_ns)
 
 
 def static_columns(plan) -> dict[str, list]:
@@ -68,8 +68,9 @@ def columns(static: dict[str, list], rows: list[Row], start_ns: int, wall_minus_
     d = wall_minus_mono_ns
     cols: dict[str, list] = {k: [] for k in COLUMNS}
     targets, routes, tidx, offs = static["targets"], static["route_names"], static["target_idx"], static["offsets_ns"]
-    for i, sent, first, end, status, error, toks, pt, ct, cached, cap_ns in rows:
+    for i, sent, first, end, status, error, toks, usage, cap_ns in rows:
         sched_ns = start_ns + offs[i]
+        pt, ct, cached = usage_tokens(usage)
         toks = toks or []
         cols["request_id"].append(static["request_id"][i])
         cols["target"].append(targets[tidx[i]])

@@ -17,7 +17,6 @@ from .grpc_replay import GrpcChannels, GrpcResult
 from .pacer import Pacer
 from .plan import Plan
 from .progress import Progress
-from .rows import usage_tokens
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
@@ -132,9 +131,8 @@ class Replayer:
         self._row_out[i] = 1
         cap = self.cap_delay_ns[i] = self._cap_delay(i, sent)
         if self.sink is not None:
-            pt, ct, cached = usage_tokens(self.usage[i])
             self.sink.add((i, sent, self.first_byte_ns[i], self.end_ns[i], self.status[i], self.error[i],
-                           self.token_ns[i], pt, ct, cached, cap))
+                           self.token_ns[i], self.usage[i], cap))
 
     def _finished(self, failed: bool) -> None:
         self.in_flight -= 1

@@ -1,8 +1,9 @@
 """Results written during the replay: the sending process's side of the result writer process.
 
 When a request is done (finished, failed, timed out, given up at the end) the runner hands its
-row to `ResultSink.add` as a compact tuple (rows.py). `add` marshals it (about a microsecond) into
-a buffer; every PIPE_TICK_S a loop callback hands the buffer to a non-blocking pipe. The writer
+row to `ResultSink.add` as a compact tuple (rows.py); `add` only appends it to a list. Every
+PIPE_TICK_S a loop callback marshals the new rows, at most CHUNK per loop iteration (one
+`marshal.dumps` each, a few tens of µs), into a non-blocking pipe. The writer
 process (`python -m replayer.results_proc`, niced) builds Arrow tables and writes zstd Parquet
 files every `flush_interval_s`: no Arrow, compression or disk I/O runs in the sending process
 while it sends, so pacing is not disturbed (docs/bench/replayer.md measures it).
@@ -31,6 +32,7 @@ from .rows import Row
 log = logging.getLogger(__name__)
 
 PIPE_TICK_S = 0.2
+CHUNK = 64  # rows marshalled per loop iteration: a timer that falls due waits at most this long
 READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 120.0
 
@@ -75,8 +77,8 @@ class ResultSink:
         self.proc: subprocess.Popen | None = None
         self._wt: asyncio.WriteTransport | None = None
         self._rt: asyncio.ReadTransport | None = None
-        self._buf = bytearray()
-        self._tick: asyncio.TimerHandle | None = None
+        self._piped = 0  # rows[:_piped] went down the pipe
+        self._tick: asyncio.TimerHandle | asyncio.Handle | None = None
         self._ready: asyncio.Future | None = None
         self._alive = False
         self._closing = False
@@ -123,20 +125,22 @@ class ResultSink:
     # ---- during the run (on the sender's loop: keep it cheap) -----------------------------------
     def add(self, row: Row) -> None:
         self.rows.append(row)
-        if self._alive:
-            data = marshal.dumps(("r", *row))
-            self._buf += HEADER.pack(len(data))
-            self._buf += data
 
     def _on_tick(self) -> None:
-        self._push()
+        more = self._push(CHUNK)
         if self._alive:
-            self._tick = asyncio.get_running_loop().call_later(PIPE_TICK_S, self._on_tick)
+            loop = asyncio.get_running_loop()
+            # the rest of a backlog in later loop iterations, so due sends go out in between
+            self._tick = loop.call_soon(self._on_tick) if more else loop.call_later(PIPE_TICK_S, self._on_tick)
 
-    def _push(self) -> None:
-        if self._buf and self._alive:
-            self._wt.write(bytes(self._buf))
-        self._buf.clear()
+    def _push(self, most: int | None = None) -> bool:
+        """Sends up to `most` new rows down the pipe; True when more are waiting."""
+        end = len(self.rows) if most is None else min(len(self.rows), self._piped + most)
+        if end > self._piped and self._alive:
+            data = marshal.dumps(("rows", self.rows[self._piped:end]))
+            self._wt.write(HEADER.pack(len(data)) + data)
+            self._piped = end
+        return self._piped < len(self.rows)
 
     def _line(self, line: str) -> None:
         if line == "R":
