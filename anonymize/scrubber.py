@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from . import fastjson
 from .detectors import SECRET, Span, find_spans
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
@@ -111,6 +112,7 @@ class Scrubber:
         self._whole_chars = 0
         self.stats = _Stats()
         self._cache_min = _CACHE_MIN_CHARS
+        self._frags = fastjson.FragmentCache()
 
     def disable_text_cache(self) -> None:
         """Scan every string even when it was seen before (benchmarks; results are identical)."""
@@ -282,19 +284,81 @@ class Scrubber:
     def _scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
         """scrub_json; with inplace=True (for values this module parsed itself and owns) the
         containers are reused instead of copied."""
-        counts: dict[str, int] = {}
-        openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
-        # every string to scrub, and where it goes (container, key)
+        strings: list[str] = []
         dsts: list[Any] = []
         keys: list[Any] = []
+        if isinstance(value, (dict, list, tuple)):
+            openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
+            root, n_secret, order = self._collect(value, inplace, openai, strings, dsts, keys, None, None)
+        else:
+            root = [value]
+            _, n_secret, order = self._collect(root, True, False, strings, dsts, keys, None, None)
+        results = self._resolve(strings, dsts, keys, None)
+        counts = _ordered_counts(n_secret, order, results)
+        if not isinstance(value, (dict, list, tuple)):
+            root = root[0]
+        return root, counts
+
+    def _scrub_parsed(self, value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
+        """A value orjson parsed (fastjson.loads), scrubbed in place and encoded as json.dumps
+        would with `separators`; None where orjson cannot stand in for json (see fastjson): the
+        caller parses again with json, as `value` may have changed."""
         strings: list[str] = []
-        # counts in the order of the strings: a cache hit's counts, or the index of a string
-        # still to scan (so the merged counts keep one order however the cache is filled)
+        dsts: list[Any] = []
+        keys: list[Any] = []
+        floats: list[float] = []
+        frags = self._frags
+        frags.unsafe = False
+        root = value if isinstance(value, (dict, list)) else [value]
+        openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
+        try:
+            _, n_secret, order = self._collect(root, True, openai, strings, dsts, keys, floats, frags)
+            results = self._resolve(strings, dsts, keys, frags)
+        except fastjson.orjson.JSONEncodeError:  # a lone surrogate: json writes it, orjson cannot
+            return None
+        if frags.unsafe or (floats and not fastjson.plain_floats(floats)):
+            return None
+        out = fastjson.dumps_fragments(value if root is value else root[0], separators)
+        if out is None:
+            return None
+        return out, _ordered_counts(n_secret, order, results)
+
+    def _resolve(self, strings: list[str], dsts: list[Any], keys: list[Any], frags: Any) -> list[Scrubbed]:
+        """Scrub the queued strings (one scan for all) and write each result where it goes (its
+        fragment, with `frags`)."""
+        results = self.scrub_many(strings) if strings else []
+        if frags is None:
+            for dst, k, r in zip(dsts, keys, results):
+                dst[k] = r.text
+        else:
+            fmap, fmake = frags.map, frags.make
+            for dst, k, r in zip(dsts, keys, results):
+                f = fmap.get(r.text)
+                dst[k] = f if f is not None else fmake(r.text)
+        return results
+
+    def _collect(
+        self, value: Any, inplace: bool, openai: bool,
+        strings: list[str], dsts: list[Any], keys: list[Any], floats: list | None, frags: Any,
+    ) -> tuple[Any, int, list[Any]]:
+        """Walk a container (iteratively, so any nesting depth works): strings seen before get
+        their cached result on the spot, the others are appended to `strings` with where they go
+        (`dsts`, `keys`) for one scan later. Floats met are appended to `floats` (if given).
+        Returns (the scrubbed copy, or `value` itself when inplace; the number of values under
+        credential-like keys; the counts in the order of the strings, each a cache hit's counts
+        or the index of a queued string, so the merged counts keep one order however the cache
+        is filled). With `frags` (a fastjson.FragmentCache) every string written is its encoded
+        JSON fragment instead, for fastjson.dumps_fragments, and a dict key that holds a comma
+        or a colon sets frags.unsafe."""
         order: list[Any] = []
         n_secret = 0
         whole_get = self._whole.get
         cmin = self._cache_min
         hits = 0
+        if frags is not None:
+            fmap, fmake = frags.map, frags.make
+            fget = fmap.get
+            plain_keys = fastjson._plain_keys
 
         def handle(dst: Any, k: Any, v: Any, key: Any, parent: Any) -> None:
             """One non-container value under `key` (a dict key, or the key of the enclosing list)."""
@@ -302,18 +366,20 @@ class Scrubber:
             if isinstance(v, str):
                 if type(key) is str:
                     if openai and (key in _OPENAI_KEEP or (key == "name" and parent == "function")):
-                        dst[k] = v
+                        dst[k] = v if frags is None else (fget(v) or fmake(v))
                         return
                     if v and _is_secret_key(key):
                         n_secret += 1
-                        dst[k] = self._subs.substitute(SECRET, v)
+                        sub = self._subs.substitute(SECRET, v)
+                        dst[k] = sub if frags is None else (fget(sub) or fmake(sub))
                         return
                 order.append(len(strings))
                 dsts.append(dst)
                 keys.append(k)
                 strings.append(v)
             elif v is None or type(v) in (bool, int, float):
-                pass
+                if floats is not None and type(v) is float:
+                    floats.append(v)
             else:
                 # not JSON (bytes, dates, objects): never passed through; its text is scrubbed
                 v = v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
@@ -323,92 +389,81 @@ class Scrubber:
                 strings.append(v)
             dst[k] = v
 
-        if isinstance(value, (dict, list, tuple)):
-            if inplace and type(value) is not tuple:
-                root: Any = value
-            else:
-                root = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
-            # (source container, its copy, its key, the key of its parent); iterative, so any
-            # nesting depth works
-            stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
-            pop, push = stack.pop, stack.append
-            keep = _OPENAI_KEEP
-            secret_memo = _secret_key_memo
-            while stack:
-                src, dst, key, parent = pop()
-                if isinstance(src, dict):
-                    for k, v in src.items():
-                        t = type(v)
-                        if t is str:
-                            dst[k] = v
-                            if openai and (k in keep or (k == "name" and key == "function")):
-                                continue
-                            sk = secret_memo.get(k)
-                            if sk is None:
-                                sk = _is_secret_key(k)
-                            if sk and v:
-                                n_secret += 1
-                                dst[k] = self._subs.substitute(SECRET, v)
-                                continue
-                            if len(v) >= cmin:
-                                # seen before (an earlier turn of the conversation, a shared
-                                # system prompt): the cached result, without queueing it
-                                hit = whole_get(v)
-                                if hit is not None:
-                                    hits += 1
-                                    dst[k] = hit.text
-                                    if hit.counts:
-                                        order.append(hit.counts)
-                                    continue
-                            order.append(len(strings))
-                            dsts.append(dst)
-                            keys.append(k)
-                            strings.append(v)
-                        elif t is dict or (t is not list and isinstance(v, dict)):
-                            child: Any = v if inplace else {}
-                            dst[k] = child
-                            push((v, child, k, key))
-                        elif t is list or isinstance(v, (list, tuple)):
-                            child = v if inplace and t is list else [None] * len(v)
-                            dst[k] = child
-                            push((v, child, k, key))
-                        elif v is None or t is int or t is float or t is bool:
-                            dst[k] = v
-                        else:
-                            handle(dst, k, v, k, key)
-                else:
-                    for i, v in enumerate(src):
-                        t = type(v)
-                        if t is dict or (t is not list and isinstance(v, dict)):
-                            child = v if inplace else {}
-                            dst[i] = child
-                            push((v, child, key, parent))
-                        elif t is list or isinstance(v, (list, tuple)):
-                            child = v if inplace and t is list else [None] * len(v)
-                            dst[i] = child
-                            push((v, child, key, parent))
-                        else:
-                            # list items inherit the key of their list (e.g. "stop": ["..."])
-                            handle(dst, i, v, key, parent)
+        if inplace and type(value) is not tuple:
+            root: Any = value
         else:
-            box = [value]
-            handle(box, 0, value, None, None)
-            root = box
-        if n_secret:
-            counts[SECRET] = n_secret
+            root = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
+        # (source container, its copy, its key, the key of its parent)
+        stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
+        pop, push = stack.pop, stack.append
+        keep = _OPENAI_KEEP
+        secret_memo = _secret_key_memo
+        while stack:
+            src, dst, key, parent = pop()
+            if isinstance(src, dict):
+                for k, v in src.items():
+                    if frags is not None and k not in plain_keys and not fastjson.plain_key(k):
+                        frags.unsafe = True
+                    t = type(v)
+                    if t is str:
+                        if openai and (k in keep or (k == "name" and key == "function")):
+                            dst[k] = v if frags is None else (fget(v) or fmake(v))
+                            continue
+                        sk = secret_memo.get(k)
+                        if sk is None:
+                            sk = _is_secret_key(k)
+                        if sk and v:
+                            n_secret += 1
+                            sub = self._subs.substitute(SECRET, v)
+                            dst[k] = sub if frags is None else (fget(sub) or fmake(sub))
+                            continue
+                        if len(v) >= cmin:
+                            # seen before (an earlier turn of the conversation, a shared
+                            # system prompt): the cached result, without queueing it
+                            hit = whole_get(v)
+                            if hit is not None:
+                                hits += 1
+                                dst[k] = hit.text if frags is None else (fget(hit.text) or fmake(hit.text))
+                                if hit.counts:
+                                    order.append(hit.counts)
+                                continue
+                        dst[k] = v
+                        order.append(len(strings))
+                        dsts.append(dst)
+                        keys.append(k)
+                        strings.append(v)
+                    elif t is dict or (t is not list and isinstance(v, dict)):
+                        child: Any = v if inplace else {}
+                        dst[k] = child
+                        push((v, child, k, key))
+                    elif t is list or isinstance(v, (list, tuple)):
+                        child = v if inplace and t is list else [None] * len(v)
+                        dst[k] = child
+                        push((v, child, k, key))
+                    elif v is None or t is int or t is bool:
+                        dst[k] = v
+                    elif t is float:
+                        dst[k] = v
+                        if floats is not None:
+                            floats.append(v)
+                    else:
+                        handle(dst, k, v, k, key)
+            else:
+                for i, v in enumerate(src):
+                    t = type(v)
+                    if t is dict or (t is not list and isinstance(v, dict)):
+                        child = v if inplace else {}
+                        dst[i] = child
+                        push((v, child, key, parent))
+                    elif t is list or isinstance(v, (list, tuple)):
+                        child = v if inplace and t is list else [None] * len(v)
+                        dst[i] = child
+                        push((v, child, key, parent))
+                    else:
+                        # list items inherit the key of their list (e.g. "stop": ["..."])
+                        handle(dst, i, v, key, parent)
         self.stats.cache_hits += hits
-        results = self.scrub_many(strings) if strings else []
-        for dst, k, r in zip(dsts, keys, results):
-            dst[k] = r.text
-        get = counts.get
-        for item in order:
-            c = results[item].counts if type(item) is int else item
-            if c:
-                for kind, n in c.items():
-                    counts[kind] = get(kind, 0) + n
-        if not isinstance(value, (dict, list, tuple)):
-            root = root[0]
-        return root, counts
+        return root, n_secret, order
 
     # ------------------------------------------------------------ bodies
     def scrub_body(self, body: bytes, content_type: str | None = None) -> ScrubbedBody:
@@ -431,6 +486,14 @@ class Scrubber:
             except RecursionError:
                 error = _join(error, "event stream nested too deeply; scrubbed as text")
         elif stripped[:1] in ("{", "[") or (content_type and "json" in content_type.lower()):
+            # orjson first (several times faster), where it gives what json would (fastjson)
+            ok, value = fastjson.loads(body if error is None else text)
+            if ok:
+                done = self._scrub_parsed(value, _separators(text))
+                if done is not None:
+                    return ScrubbedBody(done[0], done[1], True, error)
+                # orjson could not stand in for json here (see fastjson): parse again with
+                # json and take the general path (the strings come from the cache)
             try:
                 value = json.loads(text)
             except RecursionError:
@@ -484,6 +547,19 @@ def _is_secret_key(key: Any) -> bool:
         if len(_secret_key_memo) < 10_000:
             _secret_key_memo[key] = hit
     return hit
+
+
+def _ordered_counts(n_secret: int, order: list[Any], results: list[Scrubbed]) -> dict[str, int]:
+    """Counts per kind: credential-valued keys first, then each string's counts in walk order
+    (`order` holds a cache hit's counts, or the index of a queued string's result)."""
+    counts: dict[str, int] = {SECRET: n_secret} if n_secret else {}
+    get = counts.get
+    for item in order:
+        c = results[item].counts if type(item) is int else item
+        if c:
+            for kind, n in c.items():
+                counts[kind] = get(kind, 0) + n
+    return counts
 
 
 def _join(a: str | None, b: str | None) -> str | None:
