@@ -129,7 +129,9 @@ class Replayer:
         if not sent and self.error[i] is None:
             return
         self._row_out[i] = 1
-        cap = self.cap_delay_ns[i] = self._cap_delay(i, sent)
+        cap = 0
+        if self.cap_waits or self._cap_wait_since:
+            cap = self.cap_delay_ns[i] = self._cap_delay(i, sent)
         if self.sink is not None:
             self.sink.add((i, sent, self.first_byte_ns[i], self.end_ns[i], self.status[i], self.error[i],
                            self.token_ns[i], self.usage[i], cap))
