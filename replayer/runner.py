@@ -1,7 +1,9 @@
 """The replay itself: one asyncio loop, one sender coroutine that fires each request at
 `start + offset` (open loop; it never awaits a response), responses handled in protocol
 callbacks, per-request measurements kept in flat lists. Each request's row is handed to the
-result sink (sink.py) once, as soon as the request is done."""
+result sink (sink.py) once, after the request is done: completion only queues its index; rows
+are built and handed over on a 0.2 s tick, in the gaps of the schedule (never while a send is
+due or about to be), so a burst's sends never wait behind result handling."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N 
 SEND_BATCH = 64  # callback sender: most sends per timer firing before the loop reads responses
 WARM_WINDOW_NS = 250_000_000  # warm pool size: most requests to one target within this window
 WARM_MIN, WARM_MAX = 32, 512
+ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
+ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
+ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
 
 
 def warm_size(offsets_ns: list[int], window_ns: int = WARM_WINDOW_NS, lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
@@ -69,13 +74,19 @@ class RunOutcome:
 
 class Replayer:
     def __init__(self, plan: Plan, cfg: RunConfig, sink=None):
-        """`sink`: gets `started(start_mono_ns, wall_minus_mono_ns)` before the first send and
-        `add(row)` (rows.Row) once per request that was sent or failed, when it is done."""
+        """`sink`: gets `started(start_mono_ns, wall_minus_mono_ns)` before the first send, then
+        `add(rows)` (lists of rows.Row): one row per request that was sent or failed, after it is
+        done, each exactly once."""
         self.plan = plan
         self.cfg = cfg
         self.sink = sink
         n = len(plan)
         self._row_out = bytearray(n)  # 1 once the request's row went to the sink
+        self._done_q: list[int] = []  # requests done, in order; rows of _done_q[:_done_pos] handed over
+        self._done_pos = 0
+        self._next_send = 0  # index of the next request the sender will send
+        self._sending = False
+        self._rows_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._start_ns = 0
         self.sent_ns = [0] * n
         self.cap_delay_ns = [0] * n
@@ -119,22 +130,40 @@ class Replayer:
         self.token_ns[i] = ex.token_ns
         self.usage[i] = ex.usage
         self._finished(ex.error is not None)
-        self._row_done(i)
+        self._done_q.append(i)
 
-    def _row_done(self, i: int) -> None:
-        """Hands request i's row to the sink (once; only requests that were sent or failed)."""
+    def _row(self, i: int):
+        """Request i's result row (rows.Row), once; None when already handed over or never sent."""
         if self._row_out[i]:
-            return
+            return None
         sent = self.sent_ns[i]
         if not sent and self.error[i] is None:
-            return
+            return None
         self._row_out[i] = 1
         cap = 0
         if self.cap_waits or self._cap_wait_since:
             cap = self.cap_delay_ns[i] = self._cap_delay(i, sent)
-        if self.sink is not None:
-            self.sink.add((i, sent, self.first_byte_ns[i], self.end_ns[i], self.status[i], self.error[i],
-                           self.token_ns[i], self.usage[i], cap))
+        return (i, sent, self.first_byte_ns[i], self.end_ns[i], self.status[i], self.error[i],
+                self.token_ns[i], self.usage[i], cap)
+
+    def _rows_tick(self) -> None:
+        """Hands the rows of done requests to the sink, ROWS_CHUNK per loop iteration, only in a
+        gap of the schedule: while the sender is due (or behind), it comes back after the send."""
+        loop = asyncio.get_running_loop()
+        q, pos = self._done_q, self._done_pos
+        if pos < len(q) and self._sending and not self._cap_wait_since:  # (a capped sender waits anyway)
+            nxt = self._next_send
+            if nxt < len(self.plan):
+                wait = self._start_ns + self.plan.offsets_ns[nxt] - time.monotonic_ns()
+                if wait < ROWS_GAP_NS:  # just after that send; when behind, look again in 1 ms
+                    self._rows_timer = loop.call_later(wait / 1e9 + 0.0002 if wait > 0 else 0.001, self._rows_tick)
+                    return
+        end = min(len(q), pos + ROWS_CHUNK)
+        rows = [r for r in map(self._row, q[pos:end]) if r is not None]
+        self._done_pos = end
+        if rows:
+            self.sink.add(rows)
+        self._rows_timer = loop.call_soon(self._rows_tick) if end < len(q) else loop.call_later(ROWS_TICK_S, self._rows_tick)
 
     def _finished(self, failed: bool) -> None:
         self.in_flight -= 1
@@ -199,7 +228,7 @@ class Replayer:
             self.error[i] = res.error
             self.token_ns[i] = res.msg_ns
             self._finished(res.error is not None)
-            self._row_done(i)
+            self._done_q.append(i)
 
     def _send_one(self, i: int, target_ns: int) -> None:
         plan = self.plan
@@ -211,7 +240,7 @@ class Replayer:
             self.errors += 1
             self.done += 1
             self.sent += 1
-            self._row_done(i)
+            self._done_q.append(i)
             return
         self._fire(i)
         self.sent += 1
@@ -252,7 +281,7 @@ class Replayer:
                         break
                 self._send_one(i, t)
                 i += 1
-            nxt = i
+            nxt = self._next_send = i
             if i >= n:
                 done.set_result(None)
             elif i == stop and start_ns + offs[i] <= now:
@@ -283,6 +312,7 @@ class Replayer:
                 if burst >= YIELD_EVERY:
                     burst = 0
                     await asyncio.sleep(0)
+            self._next_send = i
             if cap is not None and self.in_flight >= cap:
                 t_wait = self._cap_wait_since = time.monotonic_ns()
                 while self.in_flight >= cap:
@@ -316,6 +346,8 @@ class Replayer:
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
         if self.sink is not None:
             self.sink.started(start_ns, wall_minus_mono)
+            self._rows_timer = loop.call_later(ROWS_TICK_S, self._rows_tick)
+        self._sending = True
         sender = loop.create_task(self._sender(start_ns))
 
         def on_sigint() -> None:
@@ -348,6 +380,7 @@ class Replayer:
                 if not self.interrupted:
                     raise
             finally:
+                self._sending = False
                 if self.cfg.gc_off:
                     gc.unfreeze()
                     if gc_was_on:
@@ -363,15 +396,20 @@ class Replayer:
                 await asyncio.gather(*self.live_grpc.values(), return_exceptions=True)
         finally:
             reaper.cancel()
+            if self._rows_timer is not None:
+                self._rows_timer.cancel()
             progress.stop()
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
             for pool in self.pools.values():
                 pool.close()
             await self.grpc.close()
-        for i in range(len(self.plan)):  # any request done by a path that did not hand its row over
-            if not self._row_out[i]:
-                self._row_done(i)
+        # every row not handed over yet (also of requests given up at the end)
+        rows = [r for r in map(self._row, self._done_q[self._done_pos:]) if r is not None]
+        rows += [r for r in map(self._row, range(len(self.plan))) if r is not None]
+        self._done_pos = len(self._done_q)
+        if rows and self.sink is not None:
+            self.sink.add(rows)
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, sent=self.sent, errors=self.errors)

@@ -1,14 +1,15 @@
 """Results written during the replay: the sending process's side of the result writer process.
 
-When a request is done (finished, failed, timed out, given up at the end) the runner hands its
-row to `ResultSink.add` as a compact tuple (rows.py); `add` only appends it to a list. Every
-PIPE_TICK_S a loop callback marshals the new rows, at most CHUNK per loop iteration (one
-`marshal.dumps` each, a few tens of µs), into a non-blocking pipe. The writer
+When requests are done (finished, failed, timed out, given up at the end) the runner hands their
+rows to `ResultSink.add` as compact tuples (rows.py), a few dozen at a time in the gaps of the
+schedule (runner._rows_tick, every 0.2 s); `add` marshals them in one call (tens of µs) into a
+non-blocking pipe. The writer
 process (`python -m replayer.results_proc`, niced) builds Arrow tables and writes zstd Parquet
 files every `flush_interval_s`: no Arrow, compression or disk I/O runs in the sending process
 while it sends, so pacing is not disturbed (docs/bench/replayer.md measures it).
 
-What a crash loses: SIGKILL/OOM of the replay alone loses at most the last PIPE_TICK_S of rows
+What a crash loses: SIGKILL/OOM of the replay alone loses the rows not handed over yet (those of
+the last 0.2 s, more while the sender is behind schedule and handing over waits for a gap)
 (the writer process gets end-of-input and writes the rest); losing both processes (or the
 machine) loses what was not yet written, at most the last `flush_interval_s` of rows.
 
@@ -31,8 +32,6 @@ from .rows import Row
 
 log = logging.getLogger(__name__)
 
-PIPE_TICK_S = 0.2
-CHUNK = 64  # rows marshalled per loop iteration: a timer that falls due waits at most this long
 READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 120.0
 
@@ -77,8 +76,6 @@ class ResultSink:
         self.proc: subprocess.Popen | None = None
         self._wt: asyncio.WriteTransport | None = None
         self._rt: asyncio.ReadTransport | None = None
-        self._piped = 0  # rows[:_piped] went down the pipe
-        self._tick: asyncio.TimerHandle | asyncio.Handle | None = None
         self._ready: asyncio.Future | None = None
         self._alive = False
         self._closing = False
@@ -120,27 +117,20 @@ class ResultSink:
         self.start = (start_mono_ns, wall_minus_mono_ns)
         if self._alive:
             self._wt.write(encode(("start", start_mono_ns, wall_minus_mono_ns)))
-            self._tick = asyncio.get_running_loop().call_later(PIPE_TICK_S, self._on_tick)
 
     # ---- during the run (on the sender's loop: keep it cheap) -----------------------------------
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-
-    def _on_tick(self) -> None:
-        more = self._push(CHUNK)
-        if self._alive:
-            loop = asyncio.get_running_loop()
-            # the rest of a backlog in later loop iterations, so due sends go out in between
-            self._tick = loop.call_soon(self._on_tick) if more else loop.call_later(PIPE_TICK_S, self._on_tick)
-
-    def _push(self, most: int | None = None) -> bool:
-        """Sends up to `most` new rows down the pipe; True when more are waiting."""
-        end = len(self.rows) if most is None else min(len(self.rows), self._piped + most)
-        if end > self._piped and self._alive:
-            data = marshal.dumps(("rows", self.rows[self._piped:end]))
-            self._wt.write(HEADER.pack(len(data)) + data)
-            self._piped = end
-        return self._piped < len(self.rows)
+    def add(self, rows: list[Row]) -> None:
+        """Rows of done requests, each handed over once; down the pipe at once."""
+        self.rows.extend(rows)
+        if not self._alive:
+            return
+        try:
+            data = marshal.dumps(("rows", rows))
+        except ValueError:  # a value marshal cannot carry (not JSON-like): all written at the end instead
+            log.warning("replay: a result row could not be handed to the writer process; results are written at the end")
+            self._alive = False
+            return
+        self._wt.write(HEADER.pack(len(data)) + data)
 
     def _line(self, line: str) -> None:
         if line == "R":
@@ -179,9 +169,6 @@ class ResultSink:
     async def close(self) -> tuple[list[Path], int]:
         """Hands over the last rows, lets the writer process write them and exit, then writes
         whatever it did not confirm in this process. Returns (files written, rows written)."""
-        if self._tick is not None:
-            self._tick.cancel()
-        self._push()
         self._closing = True
         proc = self.proc
         if proc is not None:
