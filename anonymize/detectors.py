@@ -54,8 +54,15 @@ def _is_wordish(ch: str) -> bool:
     return ch in _ALNUM_ASCII or ch.isdigit() or "\uff21" <= ch <= "\uff3a" or "\uff41" <= ch <= "\uff5a"
 
 
+# ASCII: keep digits, X and x (as X), drop the rest
+_NORM_ASCII = {i: None for i in range(128) if not (48 <= i <= 57 or i in (88, 120))}
+_NORM_ASCII[120] = "X"
+
+
 def _norm_number(raw: str) -> str:
     """ASCII digits (and a trailing X) of a number candidate."""
+    if raw.isascii():
+        return raw.translate(_NORM_ASCII)
     out = []
     for ch in raw:
         if ch.isdigit():

@@ -42,9 +42,20 @@ class KeyedRandom:
         n = b - a
         if n <= 0:
             raise ValueError("empty range")
+        i = self._i
         if n <= 64:
-            return a + self._byte() % n
+            if i >= len(self._buf):
+                return a + self._byte() % n
+            self._i = i + 1
+            return a + self._buf[i] % n
         return a + ((self._byte() << 16) | (self._byte() << 8) | self._byte()) % n
 
     def choice(self, seq: Sequence[T]) -> T:
         return seq[self.randrange(len(seq))]
+
+    def digits(self, n: int) -> str:
+        """n random decimal digits: the same as n times str(randrange(10))."""
+        return self.bytes(n).translate(_MOD10).decode("ascii")
+
+
+_MOD10 = bytes(48 + i % 10 for i in range(256))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fastjson
+from .bodywalk import scrub_parsed
 from .detectors import SECRET, Span, find_spans
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
@@ -119,6 +120,7 @@ class Scrubber:
         self._cache_min = 1 << 62
         self._whole.clear()
         self._whole_chars = 0
+        self._frags.clear()
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
@@ -289,76 +291,38 @@ class Scrubber:
         keys: list[Any] = []
         if isinstance(value, (dict, list, tuple)):
             openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
-            root, n_secret, order = self._collect(value, inplace, openai, strings, dsts, keys, None, None)
+            root, n_secret, order = self._collect(value, inplace, openai, strings, dsts, keys)
         else:
             root = [value]
-            _, n_secret, order = self._collect(root, True, False, strings, dsts, keys, None, None)
-        results = self._resolve(strings, dsts, keys, None)
+            _, n_secret, order = self._collect(root, True, False, strings, dsts, keys)
+        results = self._resolve(strings, dsts, keys)
         counts = _ordered_counts(n_secret, order, results)
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
         return root, counts
 
-    def _scrub_parsed(self, value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
-        """A value orjson parsed (fastjson.loads), scrubbed in place and encoded as json.dumps
-        would with `separators`; None where orjson cannot stand in for json (see fastjson): the
-        caller parses again with json, as `value` may have changed."""
-        strings: list[str] = []
-        dsts: list[Any] = []
-        keys: list[Any] = []
-        floats: list[float] = []
-        frags = self._frags
-        frags.unsafe = False
-        root = value if isinstance(value, (dict, list)) else [value]
-        openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
-        try:
-            _, n_secret, order = self._collect(root, True, openai, strings, dsts, keys, floats, frags)
-            results = self._resolve(strings, dsts, keys, frags)
-        except fastjson.orjson.JSONEncodeError:  # a lone surrogate: json writes it, orjson cannot
-            return None
-        if frags.unsafe or (floats and not fastjson.plain_floats(floats)):
-            return None
-        out = fastjson.dumps_fragments(value if root is value else root[0], separators)
-        if out is None:
-            return None
-        return out, _ordered_counts(n_secret, order, results)
-
-    def _resolve(self, strings: list[str], dsts: list[Any], keys: list[Any], frags: Any) -> list[Scrubbed]:
-        """Scrub the queued strings (one scan for all) and write each result where it goes (its
-        fragment, with `frags`)."""
+    def _resolve(self, strings: list[str], dsts: list[Any], keys: list[Any]) -> list[Scrubbed]:
+        """Scrub the queued strings (one scan for all) and write each result where it goes."""
         results = self.scrub_many(strings) if strings else []
-        if frags is None:
-            for dst, k, r in zip(dsts, keys, results):
-                dst[k] = r.text
-        else:
-            fmap, fmake = frags.map, frags.make
-            for dst, k, r in zip(dsts, keys, results):
-                f = fmap.get(r.text)
-                dst[k] = f if f is not None else fmake(r.text)
+        for dst, k, r in zip(dsts, keys, results):
+            dst[k] = r.text
         return results
 
     def _collect(
         self, value: Any, inplace: bool, openai: bool,
-        strings: list[str], dsts: list[Any], keys: list[Any], floats: list | None, frags: Any,
+        strings: list[str], dsts: list[Any], keys: list[Any],
     ) -> tuple[Any, int, list[Any]]:
         """Walk a container (iteratively, so any nesting depth works): strings seen before get
         their cached result on the spot, the others are appended to `strings` with where they go
-        (`dsts`, `keys`) for one scan later. Floats met are appended to `floats` (if given).
-        Returns (the scrubbed copy, or `value` itself when inplace; the number of values under
+        (`dsts`, `keys`) for one scan later. Returns (the scrubbed copy, or `value` itself when inplace; the number of values under
         credential-like keys; the counts in the order of the strings, each a cache hit's counts
         or the index of a queued string, so the merged counts keep one order however the cache
-        is filled). With `frags` (a fastjson.FragmentCache) every string written is its encoded
-        JSON fragment instead, for fastjson.dumps_fragments, and a dict key that holds a comma
-        or a colon sets frags.unsafe."""
+        is filled). bodywalk.collect_parsed is the same walk for values orjson parsed."""
         order: list[Any] = []
         n_secret = 0
         whole_get = self._whole.get
         cmin = self._cache_min
         hits = 0
-        if frags is not None:
-            fmap, fmake = frags.map, frags.make
-            fget = fmap.get
-            plain_keys = fastjson._plain_keys
 
         def handle(dst: Any, k: Any, v: Any, key: Any, parent: Any) -> None:
             """One non-container value under `key` (a dict key, or the key of the enclosing list)."""
@@ -366,20 +330,18 @@ class Scrubber:
             if isinstance(v, str):
                 if type(key) is str:
                     if openai and (key in _OPENAI_KEEP or (key == "name" and parent == "function")):
-                        dst[k] = v if frags is None else (fget(v) or fmake(v))
+                        dst[k] = v
                         return
                     if v and _is_secret_key(key):
                         n_secret += 1
-                        sub = self._subs.substitute(SECRET, v)
-                        dst[k] = sub if frags is None else (fget(sub) or fmake(sub))
+                        dst[k] = self._subs.substitute(SECRET, v)
                         return
                 order.append(len(strings))
                 dsts.append(dst)
                 keys.append(k)
                 strings.append(v)
             elif v is None or type(v) in (bool, int, float):
-                if floats is not None and type(v) is float:
-                    floats.append(v)
+                pass
             else:
                 # not JSON (bytes, dates, objects): never passed through; its text is scrubbed
                 v = v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
@@ -402,20 +364,17 @@ class Scrubber:
             src, dst, key, parent = pop()
             if isinstance(src, dict):
                 for k, v in src.items():
-                    if frags is not None and k not in plain_keys and not fastjson.plain_key(k):
-                        frags.unsafe = True
                     t = type(v)
                     if t is str:
+                        dst[k] = v
                         if openai and (k in keep or (k == "name" and key == "function")):
-                            dst[k] = v if frags is None else (fget(v) or fmake(v))
                             continue
                         sk = secret_memo.get(k)
                         if sk is None:
                             sk = _is_secret_key(k)
                         if sk and v:
                             n_secret += 1
-                            sub = self._subs.substitute(SECRET, v)
-                            dst[k] = sub if frags is None else (fget(sub) or fmake(sub))
+                            dst[k] = self._subs.substitute(SECRET, v)
                             continue
                         if len(v) >= cmin:
                             # seen before (an earlier turn of the conversation, a shared
@@ -423,11 +382,10 @@ class Scrubber:
                             hit = whole_get(v)
                             if hit is not None:
                                 hits += 1
-                                dst[k] = hit.text if frags is None else (fget(hit.text) or fmake(hit.text))
+                                dst[k] = hit.text
                                 if hit.counts:
                                     order.append(hit.counts)
                                 continue
-                        dst[k] = v
                         order.append(len(strings))
                         dsts.append(dst)
                         keys.append(k)
@@ -440,12 +398,8 @@ class Scrubber:
                         child = v if inplace and t is list else [None] * len(v)
                         dst[k] = child
                         push((v, child, k, key))
-                    elif v is None or t is int or t is bool:
+                    elif v is None or t is int or t is float or t is bool:
                         dst[k] = v
-                    elif t is float:
-                        dst[k] = v
-                        if floats is not None:
-                            floats.append(v)
                     else:
                         handle(dst, k, v, k, key)
             else:
@@ -489,7 +443,7 @@ class Scrubber:
             # orjson first (several times faster), where it gives what json would (fastjson)
             ok, value = fastjson.loads(body if error is None else text)
             if ok:
-                done = self._scrub_parsed(value, _separators(text))
+                done = scrub_parsed(self, value, _separators(text))
                 if done is not None:
                     return ScrubbedBody(done[0], done[1], True, error)
                 # orjson could not stand in for json here (see fastjson): parse again with

@@ -49,8 +49,18 @@ def normalize(kind: str, value: str) -> str:
     return unicodedata.normalize("NFKC", value)
 
 
+_ASCII_NUM = frozenset("0123456789Xx")
+
+
 def _layout(orig: str, new_chars: str) -> str:
     """Pour the normalized substitute back into the original's layout (separators, digit script, x case)."""
+    if orig.isascii():
+        # ASCII: a digit or X of the substitute goes where the original has one (an x stays x)
+        it = iter(new_chars)
+        out = [next(it) if ch in _ASCII_NUM else ch for ch in orig]
+        if "x" in orig:
+            out = [("x" if c == "X" else c) if ch == "x" else c for ch, c in zip(orig, out)]
+        return "".join(out)
     out = []
     it = iter(new_chars)
     for ch in orig:
@@ -75,7 +85,7 @@ def _country_code_len(digits: str) -> int:
 
 
 def _rand_digits(rng: KeyedRandom, n: int) -> str:
-    return "".join(str(rng.randrange(10)) for _ in range(n))
+    return rng.digits(n)
 
 
 class Substituter:
@@ -84,6 +94,7 @@ class Substituter:
         self._hmac = KeyedSHA256(key)
         self._cache: dict[tuple[str, str], str] = {}
         self._cache_size = cache_size
+        self._by_kind = {k: getattr(self, "_sub_" + k) for k in D.KINDS}
 
     def rng(self, kind: str, norm: str) -> KeyedRandom:
         digest = self._hmac.digest(kind.encode() + b"\0" + norm.encode("utf-8", "surrogatepass"))
@@ -96,7 +107,7 @@ class Substituter:
             return hit
         norm = normalize(kind, orig)
         rng = self.rng(kind, norm)
-        new = getattr(self, "_sub_" + kind)(orig, norm, rng)
+        new = self._by_kind[kind](orig, norm, rng)
         if new == orig:  # vanishingly rare; never hand back the original
             new = fill(orig, rng)
         if len(self._cache) >= self._cache_size:

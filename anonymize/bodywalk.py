@@ -1,0 +1,138 @@
+"""The walk of a body orjson parsed (the fast path of Scrubber.scrub_body).
+
+Same decisions as Scrubber._collect (protocol fields kept in OpenAI-style bodies, values under
+credential-like keys replaced, every other string scrubbed, counts in the same order), but for
+values that can only hold exact JSON types, changed in place, and with every string written as
+its encoded JSON fragment (fastjson.FragmentCache), so the body is encoded by orjson in one call
+(fastjson.dumps_fragments). A string seen before costs one dict lookup: its fragment and
+counts are cached together."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import fastjson
+from .detectors import SECRET
+
+if TYPE_CHECKING:
+    from .scrubber import Scrubber
+
+# what a dict key means for the string under it
+_KEEP, _NAME, _SECRET = 1, 2, 4
+_key_codes: tuple[dict[str, int], dict[str, int]] = ({}, {})  # [openai body?] key -> code
+
+
+def _key_code(key: Any, openai: bool) -> int:
+    from .scrubber import _OPENAI_KEEP, _is_secret_key
+
+    if type(key) is not str:
+        return 0
+    code = 0
+    if openai:
+        if key in _OPENAI_KEEP:
+            code = _KEEP
+        elif key == "name":
+            code = _NAME  # kept under "function" only
+    if _is_secret_key(key):
+        code |= _SECRET
+    memo = _key_codes[openai]
+    if len(memo) < 10_000:
+        memo[key] = code
+    return code
+
+
+def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
+    """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
+    separators=separators) would; None where orjson cannot stand in for json (see fastjson),
+    and the caller parses again with json, as `value` may have changed."""
+    from .scrubber import _OPENAI_MARKER_SET, _CACHE_MIN_CHARS, _ordered_counts
+
+    frags = scrubber._frags
+    fmap_get, fmake = frags.map.get, frags.make
+    cached = scrubber._cache_min <= _CACHE_MIN_CHARS
+    seen_get = frags.scrubbed.get if cached else None
+    substitute = scrubber._subs.substitute
+    openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
+    codes = _key_codes[openai]
+    code_get = codes.get
+    plain_keys = fastjson._plain_keys
+    strings: list[str] = []
+    dsts: list[Any] = []
+    keys: list[Any] = []
+    floats: list[float] = []
+    order: list[Any] = []  # as in Scrubber._collect
+    n_secret = 0
+    hits = 0
+    unsafe = False
+    root = value if type(value) is dict or type(value) is list else [value]
+    # (container, the key it sits under, the key its parent sits under)
+    stack: list[tuple[Any, Any, Any]] = [(root, None, None)]
+    pop, push = stack.pop, stack.append
+    try:
+        while stack:
+            src, key, parent = pop()
+            if type(src) is dict:
+                if not plain_keys.issuperset(src):
+                    for k in src:
+                        if not fastjson.plain_key(k):
+                            unsafe = True
+                items: Any = src.items()
+            else:
+                items = enumerate(src)
+            for k, v in items:
+                t = type(v)
+                if t is str:
+                    if type(k) is str:  # a dict item: its own key decides
+                        kk, ctx = k, key
+                    else:  # a list item inherits the key of its list (e.g. "stop": ["..."])
+                        kk, ctx = key, parent
+                    code = code_get(kk)
+                    if code is None:
+                        code = _key_code(kk, openai)
+                    if code:
+                        if code & _KEEP or (code & _NAME and ctx == "function"):
+                            f = fmap_get(v)
+                            src[k] = f if f is not None else fmake(v)
+                            continue
+                        if code & _SECRET and v:
+                            n_secret += 1
+                            sub = substitute(SECRET, v)
+                            f = fmap_get(sub)
+                            src[k] = f if f is not None else fmake(sub)
+                            continue
+                    if seen_get is not None:
+                        e = seen_get(v)
+                        if e is not None:
+                            hits += 1
+                            src[k] = e[0]
+                            if e[1]:
+                                order.append(e[1])
+                            continue
+                    order.append(len(strings))
+                    dsts.append(src)
+                    keys.append(k)
+                    strings.append(v)
+                elif t is dict or t is list:
+                    if type(k) is str:
+                        push((v, k, key))
+                    else:
+                        push((v, key, parent))
+                elif t is float:
+                    floats.append(v)
+        scrubber.stats.cache_hits += hits
+        results = scrubber.scrub_many(strings) if strings else []
+        for dst, k, s, r in zip(dsts, keys, strings, results):
+            f = fmap_get(r.text)
+            if f is None:
+                f = fmake(r.text)
+            dst[k] = f
+            if cached and r.error is None:
+                frags.remember(s, f, r.counts or None)
+    except fastjson.orjson.JSONEncodeError:  # a lone surrogate: json writes it, orjson cannot
+        return None
+    if unsafe or (floats and not fastjson.plain_floats(floats)):
+        return None
+    out = fastjson.dumps_fragments(root if root is value else root[0], separators)
+    if out is None:
+        return None
+    return out, _ordered_counts(n_secret, order, results)
