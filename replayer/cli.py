@@ -42,7 +42,8 @@ def register(subparsers) -> None:
                         "(default: the schedule's peak arrivals in 250 ms, 32-512)")
     p.add_argument("--flush-interval", type=float, default=10.0, metavar="S",
                    help="write the results of finished requests to OUT/replay_results/ every S seconds "
-                        "during the run (default 10), so a crash loses at most the last S seconds")
+                        "during the run (default 10), so a crash loses at most the last S seconds; "
+                        "0: write everything at the end, in this process")
     p.add_argument("--keep-gc", dest="gc_off", action="store_false",
                    help="leave Python's cyclic GC on while sending (default: off while sending)")
     p.set_defaults(func=run)

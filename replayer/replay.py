@@ -74,8 +74,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--timeout must be greater than 0")
     if o.warm_connections is not None and o.warm_connections < 0:
         raise ConfigError("--warm-connections must be 0 or more")
-    if not o.flush_interval_s > 0:
-        raise ConfigError("--flush-interval must be greater than 0")
+    if not o.flush_interval_s >= 0:
+        raise ConfigError("--flush-interval must be 0 (write at the end only) or more")
 
 
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
@@ -152,7 +152,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
                                    drain_s=o.drain_s, progress=o.progress,
                                    warm_connections=o.warm_connections, gc_off=o.gc_off), sink=sink)
     try:
-        await sink.open()
+        if o.flush_interval_s > 0:
+            await sink.open()
         outcome = await rep.run()
     finally:
         files, rows_flushed = await sink.close()  # also after a crash of the run: keep what is done

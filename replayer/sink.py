@@ -197,7 +197,7 @@ class ResultSink:
         from .rows import columns
 
         rest = self.rows[self.confirmed:]
-        if not self._done:
+        if not self._done and self.proc is not None:
             on_disk, self.files = self._on_disk()
             ids, offs = self.static["request_id"], self.static["offsets_ns"]
             base = self.start[0] + self.start[1]  # start instant on the wall clock, ns

@@ -197,3 +197,26 @@ def test_writer_process_dies_mid_run_rows_written_at_the_end(tmp_path):
     assert {r["request_id"] for r in rows} == selection
     assert json.loads((out / "manifest.json").read_text())["rows_flushed"] == 100
     assert done["res"].summary["sent"] == 100
+
+
+def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp_path):
+    rec, selection = recording(tmp_path, n=30, gap=0.02)
+    out = tmp_path / "out"
+    me = os.getpid()
+    before = set(children(me))
+    seen: set[int] = set()
+    with ServerThread() as srv:
+        t = threading.Thread(target=lambda: replay(ReplayOptions(
+            recording=str(rec), target=srv.url, out=str(out), no_metrics=True, progress=False,
+            flush_interval_s=0), echo=lambda s: None))
+        t.start()
+        while t.is_alive():
+            seen |= set(children(me)) - before
+            t.join(0.01)
+    assert seen == set()  # no writer process was started
+    files = parquet_files(out, "replay_results")
+    assert len(files) == 1
+    rows = rows_of(out)
+    assert_complete(rows, selection)
+    assert {r["request_id"] for r in rows} == selection
+    assert json.loads((out / "manifest.json").read_text())["rows_flushed"] == 30
