@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import fastjson
 from .detectors import SECRET
+from .scrubber import _CACHE_MIN_CHARS, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_secret_key, _ordered_counts
 
 if TYPE_CHECKING:
     from .scrubber import Scrubber
+# (this module is imported at the end of scrubber.py, which it imports from)
 
 # what a dict key means for the string under it
 _KEEP, _NAME, _SECRET = 1, 2, 4
@@ -23,8 +25,6 @@ _key_codes: tuple[dict[str, int], dict[str, int]] = ({}, {})  # [openai body?] k
 
 
 def _key_code(key: Any, openai: bool) -> int:
-    from .scrubber import _OPENAI_KEEP, _is_secret_key
-
     if type(key) is not str:
         return 0
     code = 0
@@ -45,12 +45,10 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
     separators=separators) would; None where orjson cannot stand in for json (see fastjson),
     and the caller parses again with json, as `value` may have changed."""
-    from .scrubber import _OPENAI_MARKER_SET, _CACHE_MIN_CHARS, _ordered_counts
-
     frags = scrubber._frags
     fmap_get, fmake = frags.map.get, frags.make
     cached = scrubber._cache_min <= _CACHE_MIN_CHARS
-    seen_get = frags.scrubbed.get if cached else None
+    seen_get = frags.scrubbed.get if cached else {}.get
     substitute = scrubber._subs.substitute
     openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
     codes = _key_codes[openai]
@@ -68,6 +66,27 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     # (container, the key it sits under, the key its parent sits under)
     stack: list[tuple[Any, Any, Any]] = [(root, None, None)]
     pop, push = stack.pop, stack.append
+
+    def other(src: Any, k: Any, v: str, kk: Any, ctx: Any) -> bool:
+        """A string under a key with a meaning (kk, in ctx): written here, True; else False."""
+        nonlocal n_secret
+        code = code_get(kk)
+        if code is None:
+            code = _key_code(kk, openai)
+        if not code:
+            return False
+        if code & _KEEP or (code & _NAME and ctx == "function"):
+            f = fmap_get(v)
+            src[k] = f if f is not None else fmake(v)
+            return True
+        if code & _SECRET and v:
+            n_secret += 1
+            sub = substitute(SECRET, v)
+            f = fmap_get(sub)
+            src[k] = f if f is not None else fmake(sub)
+            return True
+        return False
+
     try:
         while stack:
             src, key, parent = pop()
@@ -76,31 +95,17 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                     for k in src:
                         if not fastjson.plain_key(k):
                             unsafe = True
-                items: Any = src.items()
-            else:
-                items = enumerate(src)
-            for k, v in items:
-                t = type(v)
-                if t is str:
-                    if type(k) is str:  # a dict item: its own key decides
-                        kk, ctx = k, key
-                    else:  # a list item inherits the key of its list (e.g. "stop": ["..."])
-                        kk, ctx = key, parent
-                    code = code_get(kk)
-                    if code is None:
-                        code = _key_code(kk, openai)
-                    if code:
-                        if code & _KEEP or (code & _NAME and ctx == "function"):
-                            f = fmap_get(v)
-                            src[k] = f if f is not None else fmake(v)
-                            continue
-                        if code & _SECRET and v:
-                            n_secret += 1
-                            sub = substitute(SECRET, v)
-                            f = fmap_get(sub)
-                            src[k] = f if f is not None else fmake(sub)
-                            continue
-                    if seen_get is not None:
+                for k, v in src.items():
+                    t = type(v)
+                    if t is str:
+                        c = code_get(k, -1)  # -1 for a key not seen yet: other() looks
+                        if c:
+                            if c == _KEEP:  # role, model, type, ...: kept as it is
+                                f = fmap_get(v)
+                                src[k] = f if f is not None else fmake(v)
+                                continue
+                            if other(src, k, v, k, key):
+                                continue
                         e = seen_get(v)
                         if e is not None:
                             hits += 1
@@ -108,17 +113,36 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                             if e[1]:
                                 order.append(e[1])
                             continue
-                    order.append(len(strings))
-                    dsts.append(src)
-                    keys.append(k)
-                    strings.append(v)
-                elif t is dict or t is list:
-                    if type(k) is str:
+                        order.append(len(strings))
+                        dsts.append(src)
+                        keys.append(k)
+                        strings.append(v)
+                    elif t is dict or t is list:
                         push((v, k, key))
-                    else:
+                    elif t is float:
+                        floats.append(v)
+            else:
+                for i, v in enumerate(src):
+                    t = type(v)
+                    if t is str:
+                        # a list item inherits the key of its list (e.g. "stop": ["..."])
+                        if code_get(key, -1) and other(src, i, v, key, parent):
+                            continue
+                        e = seen_get(v)
+                        if e is not None:
+                            hits += 1
+                            src[i] = e[0]
+                            if e[1]:
+                                order.append(e[1])
+                            continue
+                        order.append(len(strings))
+                        dsts.append(src)
+                        keys.append(i)
+                        strings.append(v)
+                    elif t is dict or t is list:
                         push((v, key, parent))
-                elif t is float:
-                    floats.append(v)
+                    elif t is float:
+                        floats.append(v)
         scrubber.stats.cache_hits += hits
         results = scrubber.scrub_many(strings) if strings else []
         for dst, k, s, r in zip(dsts, keys, strings, results):

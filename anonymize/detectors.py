@@ -54,15 +54,15 @@ def _is_wordish(ch: str) -> bool:
     return ch in _ALNUM_ASCII or ch.isdigit() or "\uff21" <= ch <= "\uff3a" or "\uff41" <= ch <= "\uff5a"
 
 
-# ASCII: keep digits, X and x (as X), drop the rest
-_NORM_ASCII = {i: None for i in range(128) if not (48 <= i <= 57 or i in (88, 120))}
-_NORM_ASCII[120] = "X"
+# ASCII: keep digits, X and x (as X), drop the rest (bytes.translate: one C pass)
+_NORM_TABLE = bytes.maketrans(b"x", b"X")
+_NORM_DROP = bytes(i for i in range(128) if not (48 <= i <= 57 or i in (88, 120)))
 
 
 def _norm_number(raw: str) -> str:
     """ASCII digits (and a trailing X) of a number candidate."""
     if raw.isascii():
-        return raw.translate(_NORM_ASCII)
+        return raw.encode("ascii").translate(_NORM_TABLE, _NORM_DROP).decode("ascii")
     out = []
     for ch in raw:
         if ch.isdigit():
@@ -525,19 +525,28 @@ def _names_cn(text: str, out: list[Span]) -> None:
 
 
 # ---------------------------------------------------------------- all together
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+
+
 def find_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     lo = text.lower()
     if len(lo) != len(text):  # a few characters lower-case to two; keep positions exact
         lo = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    ascii_text = text.isascii()
+    # every secret prefix, key word and English name trigger has an ASCII letter; a Chinese text
+    # often has none (checked on the lower-cased text: a Kelvin sign lower-cases to "k")
+    letters = ascii_text or _ASCII_LETTER.search(lo) is not None
     if "@" in text:
         _emails(text, spans)
-    _secrets(text, lo, spans)
+    if letters:
+        _secrets(text, lo, spans)
     _numbers(text, spans)
     if ":" in text:
         _ipv6(text, spans)
-    _names(text, lo, spans)
-    if not text.isascii():
+    if letters:
+        _names(text, lo, spans)
+    if not ascii_text:
         _names_cn(text, spans)
         _secrets_cn(text, spans)
     if not spans:

@@ -75,24 +75,26 @@ class FragmentCache:
         self.scrubbed: dict[str, tuple[Any, dict[str, int] | None]] = {}
         self._bytes = 0
 
-    def _room(self, n: int) -> None:
-        if self._bytes + n > _MAX_FRAGMENT_BYTES or len(self.map) + len(self.scrubbed) >= _MAX_FRAGMENTS:
-            self.map.clear()
-            self.scrubbed.clear()
-            self._bytes = 0
-        self._bytes += n
+    def _full(self, n: int) -> None:
+        self.map.clear()
+        self.scrubbed.clear()
+        self._bytes = n
 
     def make(self, text: str) -> Any:
         """The fragment of `text` (raises orjson.JSONEncodeError on a lone surrogate)."""
         f = self.map.get(text)
         if f is None:
             enc = orjson.dumps(text).translate(_HIDE)
-            self._room(len(enc))
+            self._bytes += len(enc)
+            if self._bytes > _MAX_FRAGMENT_BYTES or len(self.map) >= _MAX_FRAGMENTS:
+                self._full(len(enc))
             f = self.map[text] = orjson.Fragment(enc)
         return f
 
     def remember(self, original: str, fragment: Any, counts: dict[str, int] | None) -> None:
-        self._room(len(original))
+        self._bytes += len(original)
+        if self._bytes > _MAX_FRAGMENT_BYTES or len(self.scrubbed) >= _MAX_FRAGMENTS:
+            self._full(len(original))
         self.scrubbed[original] = (fragment, counts)
 
     def clear(self) -> None:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fastjson
-from .bodywalk import scrub_parsed
 from .detectors import SECRET, Span, find_spans
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
@@ -443,7 +442,7 @@ class Scrubber:
             # orjson first (several times faster), where it gives what json would (fastjson)
             ok, value = fastjson.loads(body if error is None else text)
             if ok:
-                done = scrub_parsed(self, value, _separators(text))
+                done = bodywalk.scrub_parsed(self, value, _separators(text))
                 if done is not None:
                     return ScrubbedBody(done[0], done[1], True, error)
                 # orjson could not stand in for json here (see fastjson): parse again with
@@ -529,3 +528,6 @@ def _mask_char(m: re.Match) -> str:
     if ch.isalpha():
         return "某" if "\u4e00" <= ch <= "\u9fff" else ("X" if ch.isupper() else "x")
     return ch
+
+
+from . import bodywalk  # noqa: E402 - last: it imports names from this module

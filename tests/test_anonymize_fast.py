@@ -98,3 +98,13 @@ def test_cached_and_uncached_scrubbing_agree(scrub_key, seed):
         _, counts = one_by_one.scrub_json(value)
         assert counts == a.counts
     assert cached.stats.cache_hits > 0
+
+
+def test_non_ascii_text_skips_english_detectors_only_without_ascii_letters(scrub_key):
+    """Secrets and English names are only looked for in a non-ASCII text with an ASCII letter in
+    its lower-cased form: a Kelvin sign lower-cases to "k", so "\u212aey: ..." is still a key."""
+    s = Scrubber(scrub_key)
+    r = s.scrub_text("你好 \u212aey: abcdEFGH1234xyz 我叫王小明")
+    assert r.counts == {"secret": 1, "person": 1}
+    assert "abcdEFGH1234xyz" not in r.text and len(r.text) == len("你好 \u212aey: abcdEFGH1234xyz 我叫王小明")
+    assert s.scrub_text("密码：hunter22，电话13812345678").counts == {"secret": 1, "cn_mobile": 1}
