@@ -17,8 +17,8 @@ the same, and falls back to `json` otherwise:
   where orjson refuses the value (nesting deeper than 254); a lone surrogate cannot be
   encoded into a fragment (JSONEncodeError, the caller falls back).
 
-Strings are escaped identically (checked for every code point up to U+07FF and the specials in
-the tests); orjson writes floats without an exponent exactly as `repr` does.
+Strings are escaped identically (the tests check every code point below U+3000 and a sample
+above); orjson writes floats without an exponent exactly as `repr` does.
 """
 
 from __future__ import annotations
