@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import os
 import time
 
@@ -43,7 +42,9 @@ class _TimerFd:
             self.fd = os.timerfd_create(CLOCK_MONOTONIC, flags=flags)
             self._set = lambda ns: os.timerfd_settime_ns(self.fd, flags=TFD_TIMER_ABSTIME, initial=ns)
             return
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # dlopen(NULL): the process's own symbols, libc's among them; find_library("c") would
+        # run `ldconfig -p` in a subprocess on every start.
+        libc = ctypes.CDLL(None, use_errno=True)
         fd = libc.timerfd_create(CLOCK_MONOTONIC, flags)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "timerfd_create failed")
