@@ -99,6 +99,22 @@ class Exchange:
         self.done_cb(self)
 
 
+class SendDue:
+    """The sender's next send instant, checked by every response callback.
+
+    In a burst the loop can have hundreds of ready sockets in one epoll batch; the timerfd's
+    callback then waits behind all of their callbacks. A response callback that sees a send
+    already due runs the sender first (one clock read and a compare per callback)."""
+
+    __slots__ = ("ns", "fire")
+
+    NEVER = 1 << 62
+
+    def __init__(self) -> None:
+        self.ns = SendDue.NEVER
+        self.fire: Callable[[], None] | None = None
+
+
 class HttpConnection(asyncio.Protocol):
     """One keep-alive connection; carries one exchange at a time."""
 
@@ -148,6 +164,9 @@ class HttpConnection(asyncio.Protocol):
         now = time.monotonic_ns()
         if not ex.first_byte_ns:
             ex.first_byte_ns = now
+        due = self.pool.due
+        if now >= due.ns:
+            due.fire()
         while data and self.ex is not None:
             data = self._feed(ex, data, now)
 
@@ -283,8 +302,9 @@ class Pool:
     thousands of simultaneous TCP handshakes (SYN-queue drops then cost 1 s retransmits).
     Spare connections are opened in the background so idle ones are usually there."""
 
-    def __init__(self, target: Target, spare: int = 16, max_opening: int = 32):
+    def __init__(self, target: Target, spare: int = 16, max_opening: int = 32, due: SendDue | None = None):
         self.target = target
+        self.due = due or SendDue()
         self.spare = spare
         self.max_opening = max_opening
         self.idle: collections.deque[HttpConnection] = collections.deque()

@@ -14,7 +14,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from .client import Exchange, Pool
+from .client import Exchange, Pool, SendDue
 from .grpc_replay import GrpcChannels, GrpcResult
 from .pacer import Pacer
 from .plan import Plan
@@ -85,6 +85,7 @@ class Replayer:
         self._done_q: list[int] = []  # requests done, in order; rows of _done_q[:_done_pos] handed over
         self._done_pos = 0
         self._next_send = 0  # index of the next request the sender will send
+        self._due = SendDue()  # shared with the pools: response callbacks run a send that is due
         self._sending = False
         self._rows_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._start_ns = 0
@@ -266,8 +267,11 @@ class Replayer:
         n = len(offs)
         nxt = 0
 
+        due = self._due
+
         def tick() -> None:
             nonlocal nxt
+            due.ns = SendDue.NEVER
             if done.done():
                 return
             i = nxt
@@ -287,11 +291,14 @@ class Replayer:
             elif i == stop and start_ns + offs[i] <= now:
                 loop.call_soon(tick)  # still behind: continue after the loop reads responses
             else:
-                pacer.arm(start_ns + offs[i])
+                due.ns = start_ns + offs[i]
+                pacer.arm(due.ns)
 
+        due.fire = tick
         pacer.callbacks(loop, tick)
         if n:
-            pacer.arm(start_ns + offs[0])
+            due.ns = start_ns + offs[0]
+            pacer.arm(due.ns)
         else:
             done.set_result(None)
         await done
@@ -332,7 +339,7 @@ class Replayer:
         loop = asyncio.get_running_loop()
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
-                self.pools[ti] = Pool(t)
+                self.pools[ti] = Pool(t, due=self._due)
         for ti, pool in self.pools.items():
             n = self.cfg.warm_connections
             if n is None:
