@@ -249,8 +249,17 @@ def _number_pieces(raw: str, s: int, toks: list[tuple[int, int]], out: list[Span
 
 
 # ---------------------------------------------------------------- e-mail
-_EMAIL_DOMAIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9\-])")
-_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'")
+# Internationalised addresses (zoë@exämple.com) are matched for Latin letters with diacritics
+# (U+00C0-U+024F); CJK is left out so that 邮箱zoe@example.com does not swallow the cue word.
+_L = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+_EMAIL_DOMAIN = re.compile(
+    "[" + _L + "](?:[" + _L + "\\-]{0,62}[" + _L + "])?(?:\\.[" + _L + "](?:[" + _L + "\\-]{0,62}[" + _L + "])?)*"
+    "\\.[A-Za-z]{2,24}(?![" + _L + "\\-])"
+)
+_LOCAL_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'"
+    + "".join(chr(c) for c in range(0xC0, 0x250) if chr(c).isalpha())
+)
 
 
 def _emails(text: str, out: list[Span]) -> None:
@@ -411,7 +420,11 @@ def _secrets_cn(text: str, out: list[Span]) -> None:
 
 
 # ---------------------------------------------------------------- names
-_CAP = r"[A-Z][a-z]+(?:['\-][A-Z]?[a-z]+)?"
+# Latin letters with diacritics count (Zoë Ångström, Łukasz Żółć, Søren); Latin Extended-A mixes
+# cases, so its whole block is allowed in both places.
+_UP = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f"
+_LOW = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
+_CAP = "[" + _UP + "][" + _LOW + "]+(?:['\\-][" + _UP + "]?[" + _LOW + "]+)?"
 _NAME_WORDS = r"(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
 # trigger (found lower-cased) -> (pattern matched at the trigger, strong?)
 # strong triggers accept any capitalised word; weak ones only a known first name.
