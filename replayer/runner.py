@@ -28,6 +28,7 @@ WARM_MIN, WARM_MAX = 32, 512
 ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
 ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
 ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
+ROWS_MARGIN_NS = 150_000  # ... and only until this long before it
 
 
 def warm_size(offsets_ns: list[int], window_ns: int = WARM_WINDOW_NS, lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
@@ -152,15 +153,27 @@ class Replayer:
         gap of the schedule: while the sender is due (or behind), it comes back after the send."""
         loop = asyncio.get_running_loop()
         q, pos = self._done_q, self._done_pos
+        deadline = 0  # stop building rows at this instant (0: no send coming)
         if pos < len(q) and self._sending and not self._cap_wait_since:  # (a capped sender waits anyway)
             nxt = self._next_send
             if nxt < len(self.plan):
-                wait = self._start_ns + self.plan.offsets_ns[nxt] - time.monotonic_ns()
+                t_send = self._start_ns + self.plan.offsets_ns[nxt]
+                wait = t_send - time.monotonic_ns()
                 if wait < ROWS_GAP_NS:  # just after that send; when behind, look again in 1 ms
                     self._rows_timer = loop.call_later(wait / 1e9 + 0.0002 if wait > 0 else 0.001, self._rows_tick)
                     return
-        end = min(len(q), pos + ROWS_CHUNK)
-        rows = [r for r in map(self._row, q[pos:end]) if r is not None]
+                deadline = t_send - ROWS_MARGIN_NS
+        stop = min(len(q), pos + ROWS_CHUNK)
+        rows = []
+        end = pos
+        clock = time.monotonic_ns
+        while end < stop:
+            r = self._row(q[end])
+            end += 1
+            if r is not None:
+                rows.append(r)
+            if deadline and clock() >= deadline:  # a send is near: the rest after it
+                break
         self._done_pos = end
         if rows:
             self.sink.add(rows)
