@@ -49,6 +49,12 @@ BODY = json.dumps(
 ).encode()
 
 
+def quantile(xs: list[float], p: float) -> float:
+    """The value at fraction p of the sorted values (NaN for none)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
+
+
 def request_bytes(host: str) -> bytes:
     return (
         f"POST /v1/chat/completions HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
@@ -198,8 +204,7 @@ async def open_loop(port: int, rate: float, seconds: float, max_conns: int = 256
             c.w.close()
 
     def q(xs: list[float], p: float) -> float:
-        xs = sorted(xs)
-        return xs[min(len(xs) - 1, int(p * len(xs)))] * 1000 if xs else float("nan")
+        return quantile(xs, p) * 1000
 
     elapsed = time.perf_counter() - start
     return {
@@ -277,6 +282,8 @@ def hook_cost(n: int, writer_mode: str, rate: float) -> dict:
     with taddons.context(*chain) as tctx:
         tctx.configure(record_addon.rec, shadowreplay_out=str(tmp / "data"), shadowreplay_key_file=str(tmp / "scrub.key"),
                        shadowreplay_writer=writer_mode, shadowreplay_rotate_seconds="1")
+        hooks = {name: [h for a in chain if (h := getattr(a, name, None))]
+                 for name in ("requestheaders", "responseheaders", "response")}
         clock = time.perf_counter_ns
         begin = time.perf_counter()
         for i in range(n):
@@ -290,34 +297,27 @@ def hook_cost(n: int, writer_mode: str, rate: float) -> dict:
             f.response.headers["content-type"] = "text/event-stream"
             f.response.content = b""
             t0 = clock()
-            for a in chain:
-                h = getattr(a, "requestheaders", None)
-                if h:
-                    h(f)
-            for a in chain:
-                h = getattr(a, "responseheaders", None)
-                if h:
-                    h(f)
+            for h in hooks["requestheaders"]:
+                h(f)
+            for h in hooks["responseheaders"]:
+                h(f)
             stream = f.response.stream
             stream(events[0])
             t1 = clock()
             for ev in events[1:]:
                 stream(ev)
-            for a in chain:
-                h = getattr(a, "response", None)
-                if h:
-                    h(f)
+            for h in hooks["response"]:
+                h(f)
             t2 = clock()
             first.append((t1 - t0) / 1e3)
             total.append((t2 - t0) / 1e3)
         record_addon.rec.done()
     st = json.loads((tmp / "data" / "recorder_status.json").read_text())
-    first.sort()
-    total.sort()
-    q = lambda v, p: v[min(len(v) - 1, int(p / 100 * len(v)))]  # noqa: E731
     return {"writer": writer_mode, "rate": rate, "requests": n, "rows_written": st.get("rows_written"),
-            "to_first_byte_us_p50": q(first, 50), "to_first_byte_us_p99": q(first, 99), "to_first_byte_us_max": first[-1],
-            "per_request_us_p50": q(total, 50), "per_request_us_p99": q(total, 99)}
+            "to_first_byte_us_p50": quantile(first, 0.5), "to_first_byte_us_p99": quantile(first, 0.99),
+            "to_first_byte_us_max": max(first), "per_request_us_p50": quantile(total, 0.5),
+            "per_request_us_p99": quantile(total, 0.99)}
+
 
 def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
     """The recorder's own capacity, without mitmproxy: exchanges shaped like the benchmark's chat
