@@ -16,7 +16,7 @@ the server). shadowreplay's own per-request send_lag_ms (client side) is reporte
 Usage:
   .venv/bin/python benchmarks/replayer_bench.py [--runs 3] [--azure-requests 3000]
                                                 [--steady-seconds 5] [--strategies]
-                                                [--flush-intervals 1,10] [--compare-repo DIR]
+                                                [--flush-intervals 1,10] [--compare-repo DIR] [--pin]
 
 --flush-intervals runs shadowreplay once per interval (results written during the run every S
 seconds); --compare-repo DIR also runs the shadowreplay of another checkout (e.g. an older commit:
@@ -97,12 +97,23 @@ def write_mooncake(path: Path, sched) -> None:
                                 "hash_ids": [i]}) + "\n")
 
 
+# ---- CPU pinning (--pin) ------------------------------------------------------------------------
+# With --pin the server gets the last CPU and the client under test the others, as when the
+# replayer runs on its own load-generator host; without it they share every CPU.
+PIN: dict[str, set[int] | None] = {"server": None, "client": None}
+
+
+def pinned(role: str):
+    cpus = PIN[role]
+    return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+
+
 # ---- server -------------------------------------------------------------------------------------
 class Server:
     def __init__(self, tmp: Path):
         self.arrivals_file = tmp / f"arrivals-{time.monotonic_ns()}.jsonl"
         self.p = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--arrivals", str(self.arrivals_file),
-                                   "--tokens-cap", "2"], stdout=subprocess.PIPE, text=True)
+                                   "--tokens-cap", "2"], stdout=subprocess.PIPE, text=True, preexec_fn=pinned("server"))
         line = self.p.stdout.readline()
         self.port = int(line.split()[1])
         self.url = f"http://127.0.0.1:{self.port}"
@@ -146,7 +157,7 @@ def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = (), re
     try:
         p = subprocess.run([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
                             "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30", *extra],
-                           capture_output=True, text=True, cwd=repo, env=env, timeout=600)
+                           capture_output=True, text=True, cwd=repo, env=env, timeout=600, preexec_fn=pinned("client"))
     finally:
         arrivals = srv.stop()
     if p.returncode != 0:
@@ -169,7 +180,7 @@ def run_vllm(trace: Path, tmp: Path, sched, tokenizer: Path) -> dict:
                             "--dataset-name", "timed_trace", "--dataset-path", str(trace),
                             "--timed-trace-sec-multiplier", "0.001", "--ignore-eos", "--num-prompts", str(len(sched)),
                             "--disable-tqdm"],
-                           capture_output=True, text=True, cwd=tmp, timeout=900)
+                           capture_output=True, text=True, cwd=tmp, timeout=900, preexec_fn=pinned("client"))
     finally:
         arrivals = srv.stop()
     if p.returncode != 0:
@@ -201,7 +212,14 @@ def main() -> None:
     ap.add_argument("--compare-repo", type=Path, help="also run the shadowreplay of this checkout, interleaved")
     ap.add_argument("--no-vllm", action="store_true")
     ap.add_argument("--json", help="write all figures here")
+    ap.add_argument("--pin", action="store_true",
+                    help="pin the server to the last CPU and the tools to the others (as on separate hosts)")
     args = ap.parse_args()
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            ap.error("--pin needs at least 2 CPUs")
+        PIN["server"], PIN["client"] = {cpus[-1]}, set(cpus[:-1])
 
     tokenizer = None
     if not args.no_vllm:
@@ -251,7 +269,8 @@ def main() -> None:
                     print(f"{name} run {run + 1} {tool}: " + json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}), flush=True)
     print()
     loads = [r["load1"] for per in results.values() for runs in per.values() for r in runs]
-    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); medians of {args.runs} runs; "
+    pin = f"server pinned to CPU {sorted(PIN['server'])}, tools to {sorted(PIN['client'])}; " if args.pin else ""
+    print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); {pin}medians of {args.runs} runs; "
           f"1-min load average during the runs {min(loads):.1f}-{max(loads):.1f}")
     print("| schedule | tool | requests | server-side lag p50 / p99 / max (ms) | late >1 / >10 ms | achieved rate (/s) | self-reported lag p50 / p99 / max (ms) |")
     print("|---|---|---|---|---|---|---|")

@@ -30,7 +30,7 @@ class Exchange:
 
     __slots__ = (
         "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
-        "usage", "sse", "_buf", "_body", "done_cb",
+        "usage", "sse", "_buf", "_body", "done_cb", "resent",
     )
 
     def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
@@ -47,6 +47,7 @@ class Exchange:
         self._buf = b""
         self._body = bytearray()
         self.done_cb = done_cb
+        self.resent = False
 
     # --- body handling -------------------------------------------------------------------------
     def body(self, data: bytes, now: int) -> None:
@@ -123,6 +124,8 @@ class HttpConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.ex: Exchange | None = None
         self.closed = False
+        self.idle_since = 0  # when it last went idle (monotonic ns)
+        self.was_idle = False  # the exchange in progress was sent on a connection that had been idle
         self._reset()
 
     def _reset(self) -> None:
@@ -143,11 +146,16 @@ class HttpConnection(asyncio.Protocol):
             now = time.monotonic_ns()
             if self.state == 5:
                 ex.finish(now)
+            elif self.was_idle and not ex.first_byte_ns and not ex.resent and not ex.end_ns and not self.pool.closed:
+                # The target closed an idle keep-alive connection as the request went out on it
+                # (vLLM/uvicorn close after 5 s idle): nothing was answered, so send it once more.
+                self.pool.resend(ex)
             else:
                 ex.finish(now, f"connection closed by target ({exc or 'EOF'})")
 
-    def send(self, ex: Exchange) -> None:
+    def send(self, ex: Exchange, was_idle: bool = False) -> None:
         self.ex = ex
+        self.was_idle = was_idle
         self._reset()
         ex.sent_ns = time.monotonic_ns()
         self.transport.write(ex.data)
@@ -300,10 +308,17 @@ class Pool:
     next connection that becomes free (a response completed, or a new connection opened). At most
     `max_opening` connects run at once: a burst of thousands of sends must not turn into
     thousands of simultaneous TCP handshakes (SYN-queue drops then cost 1 s retransmits).
-    Spare connections are opened in the background so idle ones are usually there."""
+    Spare connections are opened in the background so idle ones are usually there.
 
-    def __init__(self, target: Target, spare: int = 16, max_opening: int = 32, due: SendDue | None = None):
+    Servers close keep-alive connections that stay idle (vLLM/uvicorn after 5 s). A connection
+    idle for longer than `idle_expiry_s` is not used again, and a request whose idle connection
+    was closed by the target before any response byte is sent once more (counted in `resent`)."""
+
+    def __init__(self, target: Target, spare: int = 16, max_opening: int = 32, due: SendDue | None = None,
+                 idle_expiry_s: float = 4.0):
         self.target = target
+        self.idle_expiry_ns = int(idle_expiry_s * 1e9)
+        self.resent = 0
         self.due = due or SendDue()
         self.spare = spare
         self.max_opening = max_opening
@@ -322,7 +337,9 @@ class Pool:
         return conn
 
     async def _open_one(self) -> None:
-        self.opening += 1
+        """One connect that _open_more counted in `opening` already (when it created this task:
+        counting here, when the task first runs, let several _open_more calls in one loop
+        iteration each start a full set of connects)."""
         try:
             conn = await self.open()
         except (OSError, ssl.SSLError) as e:
@@ -351,6 +368,7 @@ class Pool:
         want = max(self.spare - len(self.idle), len(self.waiting)) - self.opening
         loop = asyncio.get_running_loop()
         for _ in range(max(0, min(want, self.max_opening - self.opening))):
+            self.opening += 1
             loop.create_task(self._open_one())
 
     async def warm(self, n: int) -> int:
@@ -361,6 +379,9 @@ class Pool:
             k = min(self.max_opening, n - opened)
             results = await asyncio.gather(*(self.open() for _ in range(k)), return_exceptions=True)
             ok = [r for r in results if isinstance(r, HttpConnection)]
+            now = time.monotonic_ns()
+            for c in ok:
+                c.idle_since = now
             self.idle.extend(ok)
             opened += len(ok)
             if len(ok) < k:  # the target refuses more: keep what we have
@@ -371,15 +392,41 @@ class Pool:
 
     def send(self, ex: Exchange) -> None:
         """Sends now on an idle connection, or queues the exchange for the next free one."""
-        while self.idle:
-            c = self.idle.pop()  # most recently used first: it is known to be alive
-            if not c.closed:
-                c.send(ex)
+        if self.idle:
+            now = time.monotonic_ns()
+            while self.idle:
+                c = self.idle.pop()  # most recently used first: it is the least likely to be closed
+                if c.closed:
+                    continue
+                if now - c.idle_since > self.idle_expiry_ns:
+                    c.abort()
+                    continue
+                c.send(ex, True)
                 if len(self.idle) < self.spare // 2:
                     self._open_more()
                 return
         self.waiting.append(ex)
         self._open_more()
+
+    def refresh(self) -> None:
+        """Closes the idle connections nearing the expiry (the deque's left end holds the longest
+        idle) and opens replacements, so a send after a quiet spell finds a fresh connection
+        instead of paying for a connect. Called periodically during the run."""
+        idle = self.idle
+        if not idle or self.closed:
+            return
+        limit = time.monotonic_ns() - self.idle_expiry_ns * 3 // 4
+        pruned = False
+        while idle and idle[0].idle_since < limit:
+            idle.popleft().abort()
+            pruned = True
+        if pruned and len(idle) < self.spare // 2:
+            self._open_more()
+
+    def resend(self, ex: Exchange) -> None:
+        ex.resent = True
+        self.resent += 1
+        self.send(ex)
 
     def release(self, conn: HttpConnection) -> None:
         if self.closed or conn.closed:
@@ -390,6 +437,7 @@ class Pool:
             if not ex.end_ns:  # not timed out while queued
                 conn.send(ex)
                 return
+        conn.idle_since = time.monotonic_ns()
         self.idle.append(conn)
 
     def discard(self, conn: HttpConnection) -> None:

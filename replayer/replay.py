@@ -54,6 +54,7 @@ class ReplayOptions:
     warm_connections: int | None = None  # None: sized from the schedule's peak (runner.warm_size)
     gc_off: bool = True
     flush_interval_s: float = 10.0  # results of done requests are written this often during the run
+    keepalive_expiry_s: float = 4.0  # idle keep-alive connections older than this are not reused
 
 
 @dataclass
@@ -76,6 +77,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--warm-connections must be 0 or more")
     if not o.flush_interval_s >= 0:
         raise ConfigError("--flush-interval must be 0 (write at the end only) or more")
+    if not o.keepalive_expiry_s > 0:
+        raise ConfigError("--keepalive-expiry must be greater than 0")
 
 
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
@@ -142,6 +145,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "gc_off": o.gc_off,
         "metrics_url": metrics_url if sampler else None,
         "flush_interval_s": o.flush_interval_s,
+        "keepalive_expiry_s": o.keepalive_expiry_s,
         "schedule": sched,
         "started_at": started.isoformat(),
         "rows_flushed": 0,
@@ -150,7 +154,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
     sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan))
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
                                    drain_s=o.drain_s, progress=o.progress,
-                                   warm_connections=o.warm_connections, gc_off=o.gc_off), sink=sink)
+                                   warm_connections=o.warm_connections, gc_off=o.gc_off,
+                                   idle_expiry_s=o.keepalive_expiry_s), sink=sink)
     try:
         if o.flush_interval_s > 0:
             await sink.open()
@@ -165,6 +170,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
                              min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
                              plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
     summ["interrupted"] = outcome.interrupted
+    summ["resent"] = outcome.resent
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ

@@ -62,4 +62,6 @@ def format_summary(s: dict) -> str:
     ]
     if s["capped_sends"]:
         lines.append(f"--max-in-flight delayed {s['capped_sends']} sends (max {s['cap_delay_max_ms']:.1f} ms)")
+    if s.get("resent"):
+        lines.append(f"resent: {s['resent']} requests whose idle keep-alive connection the target closed unanswered")
     return "\n".join(lines)

@@ -53,6 +53,7 @@ class RunConfig:
     warm_connections: int | None = None  # None: warm_size() of each target's share of the schedule
     gc_off: bool = True  # no cyclic-GC pauses while sending (gc.freeze + gc.disable, restored after)
     progress: bool | None = None  # None: on when stderr is a TTY
+    idle_expiry_s: float = 4.0  # keep-alive connections idle longer are not reused (vLLM closes them at 5 s)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class RunOutcome:
     interrupted: bool = False
     sent: int = 0
     errors: int = 0
+    resent: int = 0  # requests sent again because the target closed their idle connection unanswered
     notes: list[str] = field(default_factory=list)
 
 
@@ -206,11 +208,14 @@ class Replayer:
         self.sent_ns[i] = ex.sent_ns  # 0 while queued for a connection; set at completion
 
     async def _reaper(self) -> None:
-        """Times out requests. One sweep every 50 ms instead of a timer per request: a timer
-        handle per send costs the sender more than a sweep over the (few) requests in flight."""
+        """Times out requests, and replaces idle connections nearing the keep-alive expiry. One
+        sweep every 50 ms instead of a timer per request: a timer handle per send costs the
+        sender more than a sweep over the (few) requests in flight."""
         limit = int(self.cfg.timeout_s * 1e9)
         while True:
             await asyncio.sleep(0.05)
+            for pool in self.pools.values():
+                pool.refresh()
             now = time.monotonic_ns()
             for ex in list(self.live.values()):
                 t = ex.sent_ns or self._fired_ns.get(ex.idx, now)
@@ -352,7 +357,7 @@ class Replayer:
         loop = asyncio.get_running_loop()
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
-                self.pools[ti] = Pool(t, due=self._due)
+                self.pools[ti] = Pool(t, due=self._due, idle_expiry_s=self.cfg.idle_expiry_s)
         for ti, pool in self.pools.items():
             n = self.cfg.warm_connections
             if n is None:
@@ -432,7 +437,8 @@ class Replayer:
             self.sink.add(rows)
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
-                          interrupted=self.interrupted, sent=self.sent, errors=self.errors)
+                          interrupted=self.interrupted, sent=self.sent, errors=self.errors,
+                          resent=sum(p.resent for p in self.pools.values()))
 
     def _cap_delay(self, i: int, sent: int) -> int:
         """cap_delay of a request = time the sender spent waiting for a free slot between the

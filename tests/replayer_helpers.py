@@ -30,6 +30,7 @@ class Arrival:
     path: str
     headers: dict[str, str]
     body: bytes
+    conn: int = 0  # which connection it came on (index into the server's connections)
 
 
 @dataclass
@@ -38,6 +39,7 @@ class ServerConfig:
     token_delay_s: float = 0.0  # sleep between streamed tokens
     metrics: bool = True
     keep_bodies: bool = True
+    drop_first: int = 0  # close the connection instead of answering the first N POSTs (a keep-alive close race)
 
 
 @dataclass
@@ -45,6 +47,7 @@ class _State:
     cfg: ServerConfig
     arrivals: list[Arrival] = field(default_factory=list)
     connections: list[int] = field(default_factory=list)  # CLOCK_MONOTONIC of each accepted connection
+    dropped: int = 0
 
 
 class _Conn(asyncio.Protocol):
@@ -57,6 +60,7 @@ class _Conn(asyncio.Protocol):
 
     def connection_made(self, transport):
         self.transport = transport
+        self.conn = len(self.state.connections)
         self.state.connections.append(time.monotonic_ns())
 
     def data_received(self, data: bytes):
@@ -80,8 +84,12 @@ class _Conn(asyncio.Protocol):
             body = bytes(self.buf[end + 4 : end + 4 + n])
             del self.buf[: end + 4 + n]
             arr = Arrival(self.first_ns, self.first_wall, method, path, headers,
-                          body if self.state.cfg.keep_bodies else b"")
+                          body if self.state.cfg.keep_bodies else b"", self.conn)
             self.state.arrivals.append(arr)
+            if method == "POST" and self.state.dropped < self.state.cfg.drop_first:
+                self.state.dropped += 1
+                self.transport.close()
+                return
             if self.buf:
                 self.first_ns = time.monotonic_ns()
                 self.first_wall = time.time_ns()

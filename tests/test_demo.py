@@ -85,10 +85,12 @@ def test_demo_end_to_end(vllm_python, tmp_path):
 
     # 5-6: both replays complete, against engines other than production
     for name in ("replay-baseline", "replay-remediated"):
+        glob = glob_for(out / name, "replay_results")
         n, failed = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE error IS NOT NULL OR status >= 400) FROM read_parquet('{glob_for(out / name, 'replay_results')}')"
+            f"SELECT count(*), count(*) FILTER (WHERE error IS NOT NULL OR status >= 400) FROM read_parquet('{glob}')"
         ).fetchone()
-        assert n == rec[0] and failed == 0, name
+        why = con.execute(f"SELECT request_id, scheduled_at, status, error FROM read_parquet('{glob}') WHERE error IS NOT NULL OR status >= 400").fetchall()
+        assert n == rec[0] and failed == 0, (name, why, (out / f"{name}.txt").read_text()[-2000:])
     assert summary["fidelity"] and summary["fidelity"]["matched"] == rec[0]
     slot = summary["slot_latency"]
     for run in ("recording", "baseline", "remediated"):

@@ -187,3 +187,47 @@ def test_engine_metrics_sampled_from_target(tmp_path, server):
     m = duckdb.connect().execute(f"SELECT count(*), count(DISTINCT metric) FROM read_parquet('{tmp_path}/out/engine_metrics/**/*.parquet')").fetchone()
     assert m[0] >= 4 and m[1] == 2
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["metrics_url"] == server.url + "/metrics"
+
+
+def test_request_on_a_connection_the_target_closed_is_resent_once(tmp_path):
+    # vLLM (uvicorn) closes keep-alive connections idle for 5 s; a request written just as that
+    # happens gets no answer. The server here closes the connection instead of answering the first
+    # POST: the replayer sends that request again on another connection, and says so.
+    with ServerThread(ServerConfig(drop_first=1)) as srv:
+        write_recording(tmp_path / "rec", [chat_row(i, i * 0.05) for i in range(3)])
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+    rows = results(tmp_path / "out")
+    assert [r["status"] for r in rows] == [200, 200, 200] and all(r["error"] is None for r in rows)
+    assert s["resent"] == 1 and s["errors"] == 0
+    assert len(posts) == 4 and posts[0].body == posts[1].body and posts[0].conn != posts[1].conn
+    assert "resent: 1 requests" in results_summary_text(s)
+
+
+def test_resent_at_most_once(tmp_path):
+    with ServerThread(ServerConfig(drop_first=100)) as srv:
+        write_recording(tmp_path / "rec", [chat_row(i, i * 0.05) for i in range(2)])
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+    rows = results(tmp_path / "out")
+    assert all(r["status"] is None and r["error"].startswith("connection closed by target") for r in rows)
+    assert s["resent"] == 2 and s["errors"] == 2 and len(posts) == 4
+
+
+@pytest.mark.parametrize("expiry_s, reused", [(0.2, False), (30.0, True)])
+def test_idle_connections_past_the_keepalive_expiry_are_not_reused(tmp_path, expiry_s, reused):
+    # The second request comes 0.6 s after the first: every connection is idle by then. With a
+    # 0.2 s expiry it goes on a connection opened for it; with 30 s, on one opened long before.
+    with ServerThread() as srv:
+        write_recording(tmp_path / "rec", [chat_row(0, 0.0), chat_row(1, 0.6)])
+        run(tmp_path / "rec", srv, tmp_path / "out", warm_connections=1, keepalive_expiry_s=expiry_s)
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+        opened_ns = srv.state.connections[posts[1].conn]
+    assert len(posts) == 2 and (posts[1].mono_ns - opened_ns > 0.3e9) is reused
+    assert all(r["status"] == 200 for r in results(tmp_path / "out"))
+
+
+def results_summary_text(s: dict) -> str:
+    from replayer.results import format_summary
+
+    return format_summary(s)
