@@ -44,9 +44,10 @@ def register(subparsers) -> None:
                    help="write the results of finished requests to OUT/replay_results/ every S seconds "
                         "during the run (default 10), so a crash loses at most the last S seconds; "
                         "0: write everything at the end, in this process")
-    p.add_argument("--keepalive-expiry", type=float, default=4.0, metavar="S",
-                   help="do not reuse a keep-alive connection idle for more than S seconds (default 4: "
-                        "vLLM closes idle connections after 5 s); lower it for targets that close sooner")
+    p.add_argument("--keepalive-expiry", type=float, metavar="S",
+                   help="do not reuse a keep-alive connection idle for more than S seconds (default: reuse it "
+                        "while the target keeps it open; a request the target drops as it closes an idle "
+                        "connection is resent once either way)")
     p.add_argument("--keep-gc", dest="gc_off", action="store_false",
                    help="leave Python's cyclic GC on while sending (default: off while sending)")
     p.set_defaults(func=run)

@@ -310,14 +310,15 @@ class Pool:
     thousands of simultaneous TCP handshakes (SYN-queue drops then cost 1 s retransmits).
     Spare connections are opened in the background so idle ones are usually there.
 
-    Servers close keep-alive connections that stay idle (vLLM/uvicorn after 5 s). A connection
-    idle for longer than `idle_expiry_s` is not used again, and a request whose idle connection
-    was closed by the target before any response byte is sent once more (counted in `resent`)."""
+    Servers close keep-alive connections that stay idle (vLLM/uvicorn after 5 s); the loop sees
+    the close and drops the connection, except when the request goes out as the close comes in.
+    Such a request, closed unanswered on a connection that had been idle, is sent once more
+    (counted in `resent`). With `idle_expiry_s`, connections idle for longer are not reused."""
 
     def __init__(self, target: Target, spare: int = 16, max_opening: int = 32, due: SendDue | None = None,
-                 idle_expiry_s: float = 4.0):
+                 idle_expiry_s: float | None = None):
         self.target = target
-        self.idle_expiry_ns = int(idle_expiry_s * 1e9)
+        self.idle_expiry_ns = int(idle_expiry_s * 1e9) if idle_expiry_s else 1 << 62
         self.resent = 0
         self.due = due or SendDue()
         self.spare = spare
@@ -407,21 +408,6 @@ class Pool:
                 return
         self.waiting.append(ex)
         self._open_more()
-
-    def refresh(self) -> None:
-        """Closes the idle connections nearing the expiry (the deque's left end holds the longest
-        idle) and opens replacements, so a send after a quiet spell finds a fresh connection
-        instead of paying for a connect. Called periodically during the run."""
-        idle = self.idle
-        if not idle or self.closed:
-            return
-        limit = time.monotonic_ns() - self.idle_expiry_ns * 3 // 4
-        pruned = False
-        while idle and idle[0].idle_since < limit:
-            idle.popleft().abort()
-            pruned = True
-        if pruned and len(idle) < self.spare // 2:
-            self._open_more()
 
     def resend(self, ex: Exchange) -> None:
         ex.resent = True

@@ -54,7 +54,7 @@ class ReplayOptions:
     warm_connections: int | None = None  # None: sized from the schedule's peak (runner.warm_size)
     gc_off: bool = True
     flush_interval_s: float = 10.0  # results of done requests are written this often during the run
-    keepalive_expiry_s: float = 4.0  # idle keep-alive connections older than this are not reused
+    keepalive_expiry_s: float | None = None  # idle keep-alive connections older than this are not reused
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--warm-connections must be 0 or more")
     if not o.flush_interval_s >= 0:
         raise ConfigError("--flush-interval must be 0 (write at the end only) or more")
-    if not o.keepalive_expiry_s > 0:
+    if o.keepalive_expiry_s is not None and not o.keepalive_expiry_s > 0:
         raise ConfigError("--keepalive-expiry must be greater than 0")
 
 

@@ -53,7 +53,7 @@ class RunConfig:
     warm_connections: int | None = None  # None: warm_size() of each target's share of the schedule
     gc_off: bool = True  # no cyclic-GC pauses while sending (gc.freeze + gc.disable, restored after)
     progress: bool | None = None  # None: on when stderr is a TTY
-    idle_expiry_s: float = 4.0  # keep-alive connections idle longer are not reused (vLLM closes them at 5 s)
+    idle_expiry_s: float | None = None  # keep-alive connections idle longer are not reused (None: no limit)
 
 
 @dataclass
@@ -208,14 +208,11 @@ class Replayer:
         self.sent_ns[i] = ex.sent_ns  # 0 while queued for a connection; set at completion
 
     async def _reaper(self) -> None:
-        """Times out requests, and replaces idle connections nearing the keep-alive expiry. One
-        sweep every 50 ms instead of a timer per request: a timer handle per send costs the
-        sender more than a sweep over the (few) requests in flight."""
+        """Times out requests. One sweep every 50 ms instead of a timer per request: a timer
+        handle per send costs the sender more than a sweep over the (few) requests in flight."""
         limit = int(self.cfg.timeout_s * 1e9)
         while True:
             await asyncio.sleep(0.05)
-            for pool in self.pools.values():
-                pool.refresh()
             now = time.monotonic_ns()
             for ex in list(self.live.values()):
                 t = ex.sent_ns or self._fired_ns.get(ex.idx, now)

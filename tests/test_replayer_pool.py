@@ -33,23 +33,3 @@ def test_top_ups_started_in_one_loop_iteration_open_one_set_of_connections():
         assert asyncio.run(main(srv.url)) == 4
         assert len(srv.state.connections) == 4
 
-
-def test_refresh_replaces_idle_connections_nearing_the_expiry():
-    async def main(url: str) -> tuple[set, set, int]:
-        pool = Pool(parse_target(url), spare=4, idle_expiry_s=0.2)
-        assert await pool.warm(4) == 4
-        before = set(pool.idle)
-        pool.refresh()  # nothing is old yet
-        assert set(pool.idle) == before
-        await asyncio.sleep(0.2)
-        pool.refresh()
-        await settle(pool)
-        await asyncio.sleep(0.05)  # the aborted ones' connection_lost
-        after = set(pool.idle)
-        n = len(pool.all)
-        pool.close()
-        return before, after, n
-
-    with ServerThread() as srv:
-        before, after, n = asyncio.run(main(srv.url))
-    assert before.isdisjoint(after) and len(after) == 4 and n == 4
