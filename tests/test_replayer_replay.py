@@ -189,15 +189,21 @@ def test_engine_metrics_sampled_from_target(tmp_path, server):
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["metrics_url"] == server.url + "/metrics"
 
 
+def replay_dropping(tmp_path, drop_first: int, n: int):
+    """n requests 50 ms apart into a server that closes the connection instead of answering the
+    first `drop_first` POSTs. Returns (summary, result rows, POSTs the server received)."""
+    with ServerThread(ServerConfig(drop_first=drop_first)) as srv:
+        write_recording(tmp_path / "rec", [chat_row(i, i * 0.05) for i in range(n)])
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        posts = [a for a in srv.arrivals if a.method == "POST"]
+    return s, results(tmp_path / "out"), posts
+
+
 def test_request_on_a_connection_the_target_closed_is_resent_once(tmp_path):
     # vLLM (uvicorn) closes keep-alive connections idle for 5 s; a request written just as that
     # happens gets no answer. The server here closes the connection instead of answering the first
     # POST: the replayer sends that request again on another connection, and says so.
-    with ServerThread(ServerConfig(drop_first=1)) as srv:
-        write_recording(tmp_path / "rec", [chat_row(i, i * 0.05) for i in range(3)])
-        s = run(tmp_path / "rec", srv, tmp_path / "out")
-        posts = [a for a in srv.arrivals if a.method == "POST"]
-    rows = results(tmp_path / "out")
+    s, rows, posts = replay_dropping(tmp_path, drop_first=1, n=3)
     assert [r["status"] for r in rows] == [200, 200, 200] and all(r["error"] is None for r in rows)
     assert s["resent"] == 1 and s["errors"] == 0
     assert len(posts) == 4 and posts[0].body == posts[1].body and posts[0].conn != posts[1].conn
@@ -205,11 +211,7 @@ def test_request_on_a_connection_the_target_closed_is_resent_once(tmp_path):
 
 
 def test_resent_at_most_once(tmp_path):
-    with ServerThread(ServerConfig(drop_first=100)) as srv:
-        write_recording(tmp_path / "rec", [chat_row(i, i * 0.05) for i in range(2)])
-        s = run(tmp_path / "rec", srv, tmp_path / "out")
-        posts = [a for a in srv.arrivals if a.method == "POST"]
-    rows = results(tmp_path / "out")
+    s, rows, posts = replay_dropping(tmp_path, drop_first=100, n=2)
     assert all(r["status"] is None and r["error"].startswith("connection closed by target") for r in rows)
     assert s["resent"] == 2 and s["errors"] == 2 and len(posts) == 4
 
