@@ -19,6 +19,11 @@ from collections.abc import Callable
 
 from .routes import Target
 
+try:
+    from orjson import loads as _loads  # several times faster than json on usage events
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _loads = json.loads
+
 MAX_BODY = 4 << 20
 # An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
 _TOKEN = re.compile(rb'"(?:text|content|reasoning_content)"\s*:\s*"(?!")|"token_ids"\s*:\s*\[\s*\d')
@@ -53,6 +58,10 @@ class Exchange:
     def body(self, data: bytes, now: int) -> None:
         if self.sse:
             buf = self._buf + data
+            if b"\r" in buf:  # CRLF or CR line endings (allowed by the SSE spec): made \n
+                buf = buf.replace(b"\r\n", b"\n")
+                half = buf.endswith(b"\r")  # maybe the first half of a \r\n split across reads
+                buf = (buf[:-1] if half else buf).replace(b"\r", b"\n") + (b"\r" if half else b"")
             while True:
                 cut = buf.find(b"\n\n")
                 if cut < 0:
@@ -66,18 +75,21 @@ class Exchange:
     def _event(self, raw: bytes, now: int) -> None:
         # Cheap byte checks first: only events that may carry usage are JSON-decoded, so the
         # per-token cost stays small at high request rates.
-        if b"data:" not in raw:
-            return
-        if b"\r" in raw:
-            raw = raw.replace(b"\r", b"")
-        payload = b"\n".join(line[5:].lstrip(b" ") for line in raw.split(b"\n") if line.startswith(b"data:"))
+        if raw.startswith(b"data: ") and b"\n" not in raw and b"\r" not in raw:
+            payload = raw[6:].lstrip(b" ")  # one data line: every event vLLM sends
+        else:
+            if b"data:" not in raw:
+                return
+            if b"\r" in raw:
+                raw = raw.replace(b"\r", b"")
+            payload = b"\n".join(line[5:].lstrip(b" ") for line in raw.split(b"\n") if line.startswith(b"data:"))
         if not payload or payload == b"[DONE]":
             return
         if _TOKEN.search(payload):
             self.token_ns.append(now)
         if b'"usage"' in payload and _USAGE_NULL.search(payload) is None:
             try:
-                ev = json.loads(payload)
+                ev = _loads(payload)
             except ValueError:
                 return
             if isinstance(ev, dict) and isinstance(ev.get("usage"), dict):
