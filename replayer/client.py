@@ -213,19 +213,43 @@ class HttpConnection(asyncio.Protocol):
                 self._complete(ex, now)
             return data[len(take) :]
         if st == 2:
-            buf = self.head + data
-            end = buf.find(b"\r\n")
-            if end < 0:
-                self.head = buf
-                return b""
-            try:
-                self.remaining = int(buf[:end].split(b";")[0], 16)
-            except ValueError:
-                self._fail(ex, now, "bad chunked encoding from target")
-                return b""
-            self.head = b""
-            self.state = 3 if self.remaining else 4
-            return buf[end + 2 :]
+            # Every complete chunk in the buffer is taken here, and their payloads go to the
+            # exchange as one piece: a read usually holds one or more whole chunks.
+            buf = self.head + data if self.head else data
+            pos = 0
+            n = len(buf)
+            parts = []
+            while True:
+                end = buf.find(b"\r\n", pos)
+                if end < 0:
+                    self.head = buf[pos:]
+                    rest = b""
+                    break
+                try:
+                    size = int(buf[pos:end].split(b";")[0], 16)
+                except ValueError:
+                    self._fail(ex, now, "bad chunked encoding from target")
+                    return b""
+                start = end + 2
+                if size == 0:
+                    self.head = b""
+                    self.state = 4
+                    rest = buf[start:]
+                    break
+                if start + size + 2 <= n:  # the whole chunk and its CRLF
+                    parts.append(buf[start : start + size])
+                    pos = start + size + 2
+                    continue
+                self.head = b""  # a chunk that continues in the next read
+                self.state = 3
+                self.remaining = size
+                rest = buf[start:]
+                break
+            if parts:
+                ex.body(parts[0] if len(parts) == 1 else b"".join(parts), now)
+                if self.ex is None:
+                    return b""
+            return rest
         if st == 3:
             take = data[: self.remaining]
             ex.body(take, now)

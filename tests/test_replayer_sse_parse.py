@@ -71,3 +71,65 @@ def test_non_streamed_body_usage_at_finish():
     ex.body(body[10:], 2)
     ex.finish(3)
     assert ex.usage == USAGE["usage"] and ex.token_ns == [] and done == [ex]
+
+
+# ---- HTTP/1.1 framing (HttpConnection): chunked bodies split anywhere --------------------------
+class _Pool:
+    def __init__(self):
+        from replayer.client import SendDue
+
+        self.due = SendDue()
+        self.closed = False
+        self.released = 0
+
+    def release(self, conn):
+        self.released += 1
+
+    def discard(self, conn):
+        pass
+
+
+class _Transport:
+    def write(self, data):
+        pass
+
+    def abort(self):
+        raise AssertionError("the connection was aborted")
+
+
+def chunked(payload: bytes, rnd) -> bytes:
+    out, i = b"", 0
+    while i < len(payload):
+        k = rnd.randint(1, 40)
+        ext = b";name=value" if rnd.random() < 0.2 else b""
+        out += f"{min(k, len(payload) - i):X}".encode() + ext + b"\r\n" + payload[i : i + k] + b"\r\n"
+        i += k
+    trailer = b"x-trailer: 1\r\n" if rnd.random() < 0.3 else b""
+    return out + b"0\r\n" + trailer + b"\r\n"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_chunked_sse_responses_split_anywhere_on_one_keepalive_connection(seed):
+    import random
+
+    from replayer.client import HttpConnection
+
+    rnd = random.Random(seed)
+    pool = _Pool()
+    conn = HttpConnection(pool)
+    conn.transport = _Transport()
+    for k in range(3):  # three responses, one after the other on the same connection
+        n_tokens = rnd.randint(0, 6)
+        events = [ROLE_ONLY] + [TOKEN_1 if i % 2 else TOKEN_2 for i in range(n_tokens)] + [USAGE]
+        payload = stream(events, sep=rnd.choice([b"\n", b"\r\n"]))
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        wire = head + chunked(payload, rnd)
+        cuts = sorted(rnd.sample(range(1, len(wire)), min(len(wire) - 1, rnd.randint(0, 30))))
+        done: list[Exchange] = []
+        ex = Exchange(k, b"req", done.append)
+        conn.send(ex)
+        for a, b in zip([0, *cuts], [*cuts, len(wire)]):
+            conn.data_received(wire[a:b])
+        assert done == [ex] and ex.error is None and ex.status == 200
+        assert len(ex.token_ns) == n_tokens and ex.usage == USAGE["usage"]
+        assert pool.released == k + 1 and conn.ex is None
