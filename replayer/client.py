@@ -87,7 +87,7 @@ class Exchange:
             return
         if _TOKEN.search(payload):
             self.token_ns.append(now)
-        if b'"usage"' in payload and _USAGE_NULL.search(payload) is None:
+        if b'"usage"' in payload and b'"usage":null' not in payload and _USAGE_NULL.search(payload) is None:
             try:
                 ev = _loads(payload)
             except ValueError:
