@@ -136,7 +136,7 @@ class HttpConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.ex: Exchange | None = None
         self.closed = False
-        self.idle_since = 0  # when it last went idle (monotonic ns)
+        self.idle_since = 0  # when it last went idle (monotonic ns; kept only with an idle expiry)
         self.was_idle = False  # the exchange in progress was sent on a connection that had been idle
         self._reset()
 
@@ -354,7 +354,7 @@ class Pool:
     def __init__(self, target: Target, spare: int = 16, max_opening: int = 32, due: SendDue | None = None,
                  idle_expiry_s: float | None = None):
         self.target = target
-        self.idle_expiry_ns = int(idle_expiry_s * 1e9) if idle_expiry_s else 1 << 62
+        self.idle_expiry_ns = int(idle_expiry_s * 1e9) if idle_expiry_s else 0  # 0: no expiry
         self.resent = 0
         self.due = due or SendDue()
         self.spare = spare
@@ -416,9 +416,10 @@ class Pool:
             k = min(self.max_opening, n - opened)
             results = await asyncio.gather(*(self.open() for _ in range(k)), return_exceptions=True)
             ok = [r for r in results if isinstance(r, HttpConnection)]
-            now = time.monotonic_ns()
-            for c in ok:
-                c.idle_since = now
+            if self.idle_expiry_ns:
+                now = time.monotonic_ns()
+                for c in ok:
+                    c.idle_since = now
             self.idle.extend(ok)
             opened += len(ok)
             if len(ok) < k:  # the target refuses more: keep what we have
@@ -429,19 +430,18 @@ class Pool:
 
     def send(self, ex: Exchange) -> None:
         """Sends now on an idle connection, or queues the exchange for the next free one."""
-        if self.idle:
-            now = time.monotonic_ns()
-            while self.idle:
-                c = self.idle.pop()  # most recently used first: it is the least likely to be closed
-                if c.closed:
-                    continue
-                if now - c.idle_since > self.idle_expiry_ns:
-                    c.abort()
-                    continue
-                c.send(ex, True)
-                if len(self.idle) < self.spare // 2:
-                    self._open_more()
-                return
+        expiry = self.idle_expiry_ns
+        while self.idle:
+            c = self.idle.pop()  # most recently used first: it is the least likely to be closed
+            if c.closed:
+                continue
+            if expiry and time.monotonic_ns() - c.idle_since > expiry:
+                c.abort()
+                continue
+            c.send(ex, True)
+            if len(self.idle) < self.spare // 2:
+                self._open_more()
+            return
         self.waiting.append(ex)
         self._open_more()
 
@@ -459,7 +459,8 @@ class Pool:
             if not ex.end_ns:  # not timed out while queued
                 conn.send(ex)
                 return
-        conn.idle_since = time.monotonic_ns()
+        if self.idle_expiry_ns:
+            conn.idle_since = time.monotonic_ns()
         self.idle.append(conn)
 
     def discard(self, conn: HttpConnection) -> None:
