@@ -2,10 +2,13 @@
 
     .venv/bin/pip install -e '.[bench]'        # presidio-analyzer, presidio-anonymizer
     .venv/bin/python benchmarks/anonymize_bench.py [--requests 1500] [--reps 5] [--presidio-reps 3]
+                                                   [--lengths short,azure-conv]
 
-Generates a realistic corpus of OpenAI chat-completion request bodies (shared system prompts,
-multi-turn history, English and Chinese turns, tool calls and tool results, planted PII in many
-formats), then measures for each scrubber, on one core, in one run:
+Generates corpora of OpenAI chat-completion request bodies (shared system prompts, multi-turn
+history, English and Chinese turns, tool calls and tool results, planted PII in many formats):
+one with short bodies (~2 kB) and one whose system-prompt and reply lengths are drawn from the
+Azure LLM inference 2023 conversation trace (bodies of ~5.6 kB, prompt lengths near the trace's).
+For each corpus it measures, for each scrubber, on one core, in one run:
   * throughput in MB/s of request-body bytes (median of --reps runs, fresh scrubber per run),
   * p50/p99 CPU time per request body,
   * recall on the planted values: a planted value counts as caught when it no longer appears in
@@ -182,23 +185,96 @@ class Request:
     planted: list[tuple[str, str]] = field(default_factory=list)  # (entity type, value)
 
 
-def make_corpus(n_requests: int, seed: int = 7, pii_rate: float = 0.35) -> list[Request]:
+AZURE_CONV = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces" / "AzureLLMInferenceTrace_conv_2023.csv"
+LENGTHS = ("short", "azure-conv")
+
+
+def approx_tokens(text: str) -> float:
+    """Prompt tokens of a text, roughly: 4 characters per token for ASCII, 1.5 for the rest
+    (Chinese), as BPE tokenizers of the GPT/Qwen families give."""
+    n_ascii = len(text.encode("ascii", "ignore"))
+    return n_ascii / 4 + (len(text) - n_ascii) / 1.5
+
+
+def trace_lengths(path: Path = AZURE_CONV) -> list[tuple[int, int]]:
+    """(ContextTokens, GeneratedTokens) of every request of an Azure 2023 trace."""
+    import csv
+
+    with open(path, newline="") as f:
+        return [(int(row["ContextTokens"]), int(row["GeneratedTokens"])) for row in csv.DictReader(f)]
+
+
+def _text(fake: Faker, tokens: float, chinese: bool) -> str:
+    """Faker paragraphs, cut to about `tokens` tokens."""
+    n_chars = max(1, int(tokens * (1.5 if chinese else 4)))
+    parts, size = [], 0
+    while size < n_chars:
+        p = fake.paragraph(nb_sentences=8)
+        parts.append(p)
+        size += len(p) + 1
+    return ("" if chinese else "\n").join(parts)[:n_chars]
+
+
+class _Lengths:
+    """Where the sizes of a corpus come from.
+
+    short:      system prompts of 1,500 characters (600 in Chinese), turns of 2-10 Faker
+                sentences (the corpus of the first benchmarks: bodies of ~2 kB, ~540 tokens);
+    azure-conv: sizes drawn from the Azure LLM inference 2023 conversation trace
+                (../shared/data/traces): each conversation draws a request of the trace, takes the
+                shared system prompt (of 12 English and 4 Chinese ones, sized at quantiles of the
+                trace's ContextTokens) nearest its context length, and every assistant reply is as
+                long as a GeneratedTokens value drawn from the trace."""
+
+    def __init__(self, kind: str, r: random.Random, en: Faker, zh: Faker):
+        if kind not in LENGTHS:
+            raise SystemExit(f"--lengths must be one of {', '.join(LENGTHS)}")
+        self.kind, self.r = kind, r
+        if kind == "short":
+            self.en_systems = [" ".join(en.paragraph(nb_sentences=12) for _ in range(3))[:1500] for _ in range(3)]
+            self.zh_systems = ["你是一个乐于助人的客服助手。" + "".join(zh.paragraph(nb_sentences=10) for _ in range(3))[:600]]
+            return
+        if not AZURE_CONV.is_file():
+            raise SystemExit(f"--lengths azure-conv needs {AZURE_CONV}")
+        self.rows = trace_lengths()
+        ctx = sorted(c for c, _ in self.rows)
+        # the system prompt is what the first request holds besides its user turn (~60 tokens)
+        at = lambda q: max(20, ctx[int(q * (len(ctx) - 1))] - 60)  # noqa: E731
+        self.en_systems = [_text(en, at((i + 0.5) / 12), False) for i in range(12)]
+        self.zh_systems = ["你是一个乐于助人的客服助手。" + _text(zh, at((i + 0.5) / 4), True) for i in range(4)]
+
+    def system(self, chinese: bool) -> str:
+        pool = self.zh_systems if chinese else self.en_systems
+        if self.kind == "short":
+            return pool[0] if chinese else self.r.choice(pool)
+        want = self.r.choice(self.rows)[0]
+        return min(pool, key=lambda s: abs(approx_tokens(s) - want))
+
+    def user(self, fake: Faker) -> str:
+        return fake.paragraph(nb_sentences=self.r.randrange(2, 8))
+
+    def assistant(self, fake: Faker, chinese: bool) -> str:
+        if self.kind == "short":
+            return fake.paragraph(nb_sentences=self.r.randrange(2, 10))
+        return _text(fake, self.r.choice(self.rows)[1], chinese)
+
+
+def make_corpus(n_requests: int, seed: int = 7, pii_rate: float = 0.35, lengths: str = "short") -> list[Request]:
     r = random.Random(seed)
     planter = Planter(seed)
     en, zh = planter.en, planter.zh
-    systems = [" ".join(en.paragraph(nb_sentences=12) for _ in range(3))[:1500] for _ in range(3)]
-    systems.append("你是一个乐于助人的客服助手。" + "".join(zh.paragraph(nb_sentences=10) for _ in range(3))[:600])
+    sizes = _Lengths(lengths, r, en, zh)
     tools = [{"type": "function", "function": {"name": "lookup_order", "description": "Look up an order by customer contact.",
                                                "parameters": {"type": "object", "properties": {"email": {"type": "string"}, "phone": {"type": "string"}}}}}]
     out: list[Request] = []
     while len(out) < n_requests:
         chinese = r.random() < 0.3
-        system = systems[3] if chinese else r.choice(systems[:3])
+        system = sizes.system(chinese)
         fake = zh if chinese else en
         messages: list[dict] = [{"role": "system", "content": system}]
         planted: list[tuple[str, str]] = []
         for _turn in range(r.randrange(1, 5)):
-            text = fake.paragraph(nb_sentences=r.randrange(2, 8))
+            text = sizes.user(fake)
             if r.random() < pii_rate:
                 kind, value, sentence = planter.any()
                 text = text + (" " if not chinese else "") + sentence
@@ -218,10 +294,23 @@ def make_corpus(n_requests: int, seed: int = 7, pii_rate: float = 0.35) -> list[
                 planted.append((kind, value))
                 body["messages"] = list(messages)
             out.append(Request(json.dumps(body, ensure_ascii=False).encode("utf-8"), list(planted)))
-            messages.append({"role": "assistant", "content": fake.paragraph(nb_sentences=r.randrange(2, 10))})
+            messages.append({"role": "assistant", "content": sizes.assistant(fake, chinese)})
             if len(out) >= n_requests:
                 break
     return out
+
+
+def prompt_tokens(req: Request) -> float:
+    """approx_tokens of every message text of a request body."""
+    body = json.loads(req.body)
+    total = 0.0
+    for m in body["messages"]:
+        c = m.get("content")
+        if isinstance(c, list):
+            c = " ".join(p.get("text", "") for p in c)
+        if isinstance(c, str):
+            total += approx_tokens(c)
+    return total
 
 
 # ------------------------------------------------------------------ scrubbers under test
@@ -349,24 +438,13 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--requests", type=int, default=1500)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--presidio-reps", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--skip-presidio", action="store_true")
-    args = ap.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        try:
-            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
-        except OSError:
-            pass
-    corpus = make_corpus(args.requests, args.seed)
+def bench_corpus(corpus: list[Request], args) -> dict:
     mb = sum(len(r.body) for r in corpus) / 1e6
     planted = sum(len(r.planted) for r in corpus)
-    print(f"corpus: {len(corpus)} request bodies, {mb:.2f} MB, {planted} planted values; "
-          f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus, pinned to one core")
+    toks = sorted(prompt_tokens(r) for r in corpus)
+    q = lambda p: toks[int(p * (len(toks) - 1))]  # noqa: E731
+    print(f"corpus: {len(corpus)} request bodies, {mb:.2f} MB ({mb / len(corpus) * 1e6:.0f} B/body), {planted} planted values; "
+          f"prompt tokens (approx.) p10/p50/p90 {q(0.1):.0f}/{q(0.5):.0f}/{q(0.9):.0f}, mean {statistics.mean(toks):.0f}")
     # reference: just parsing and re-encoding the bodies, to show how fast this machine is right now
     json_rt = lambda: (lambda body: json.dumps(json.loads(body), ensure_ascii=False))  # noqa: E731
     contenders = [("json.loads+dumps only", json_rt, args.reps), ("shadowreplay (cache on)", ours(True), args.reps), ("shadowreplay (cache off)", ours(False), args.reps)]
@@ -390,6 +468,28 @@ def main(argv: list[str] | None = None) -> int:
         p = rows["presidio (patterns only)"][0]
         for name in ("shadowreplay (cache on)", "shadowreplay (cache off)"):
             print(f"throughput ratio {name} / presidio: {rows[name][0] / p:.1f}x")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--requests", type=int, default=1500)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--presidio-reps", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--skip-presidio", action="store_true")
+    ap.add_argument("--lengths", default=",".join(LENGTHS),
+                    help=f"comma-separated corpora by where their sizes come from: {', '.join(LENGTHS)} (see _Lengths)")
+    args = ap.parse_args(argv)
+    if hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+        except OSError:
+            pass
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus, pinned to one core")
+    for lengths in args.lengths.split(","):
+        print(f"\n== lengths: {lengths}")
+        bench_corpus(make_corpus(args.requests, args.seed, lengths=lengths), args)
     return 0
 
 
