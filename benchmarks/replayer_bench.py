@@ -16,11 +16,13 @@ the server). shadowreplay's own per-request send_lag_ms (client side) is reporte
 Usage:
   .venv/bin/python benchmarks/replayer_bench.py [--runs 3] [--azure-requests 3000]
                                                 [--steady-seconds 5] [--strategies]
-                                                [--flush-intervals 1,10] [--compare-repo DIR] [--pin]
+                                                [--flush-intervals 1,10] [--compare-repo DIR] [--pin [--isolate]]
 
 --flush-intervals runs shadowreplay once per interval (results written during the run every S
 seconds); --compare-repo DIR also runs the shadowreplay of another checkout (e.g. an older commit:
 `git worktree add /tmp/rep-before <commit>`) in the same rounds, interleaved with this one.
+--pin puts the server on the last CPU and the tools on the others; --isolate also moves the
+kernel threads that may move (DAMON's kdamond here) onto the server's CPU for the run.
 """
 
 from __future__ import annotations
@@ -108,6 +110,42 @@ def pinned(role: str):
     return None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
 
 
+def isolate_kernel_threads(cpus: set[int]) -> dict[int, tuple[str, set[int]]]:
+    """Moves every kernel thread that may move (not bound to one CPU) onto `cpus` (the server's),
+    so they do not preempt the tool under test; returns {pid: (name, old affinity)} for
+    restore_affinity. On this VM, DAMON's kdamond thread takes 1-8 ms slices of whichever CPU
+    it lands on (a spinning loop on the tools' CPU sees several stalls over 1 ms per 6 s).
+    Needs root; without it nothing moves."""
+    moved = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        pid = int(d)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) != 2 and pid != 2:  # ppid 2: a child of kthreadd, a kernel thread
+                continue
+            old = os.sched_getaffinity(pid)
+            if len(old) < 2 or old <= cpus:
+                continue  # bound to one CPU (per-CPU workers), or already off the tools' CPUs
+            os.sched_setaffinity(pid, cpus)
+            moved[pid] = (name, old)
+        except (OSError, ValueError):
+            continue  # gone, or not movable
+    return moved
+
+
+def restore_affinity(moved: dict[int, tuple[str, set[int]]]) -> None:
+    for pid, (_, old) in moved.items():
+        try:
+            os.sched_setaffinity(pid, old)
+        except OSError:
+            pass
+
+
 # ---- server -------------------------------------------------------------------------------------
 class Server:
     def __init__(self, tmp: Path):
@@ -170,6 +208,36 @@ def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = (), re
     return res
 
 
+# The timing floor of this CPU at this minute: a sender with nothing to send, spinning on the clock
+# until each scheduled instant. Its lag is what the machine alone costs (the VM taking the CPU
+# away, the process being descheduled), which no user-space sender can avoid.
+FLOOR = r"""
+import json, sys, time
+offs = json.load(open(sys.argv[1]))
+clock = time.monotonic_ns
+start = clock() + 200_000_000
+lags = []
+for off in offs:
+    t = start + off
+    now = clock()
+    while now < t:
+        now = clock()
+    lags.append((now - t) / 1e6)
+print(json.dumps(lags))
+"""
+
+
+def run_floor(tmp: Path, sched) -> dict:
+    offs_file = tmp / f"offsets-{time.monotonic_ns()}.json"
+    offs_file.write_text(json.dumps([round(s[0] * 1e9) for s in sched]))
+    p = subprocess.run([sys.executable, "-c", FLOOR, str(offs_file)], capture_output=True, text=True, timeout=600,
+                       preexec_fn=pinned("client"))
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}"}
+    lags = json.loads(p.stdout)
+    return {"self_p50": pct(lags, 50), "self_p99": pct(lags, 99), "self_max": max(lags)}
+
+
 def run_vllm(trace: Path, tmp: Path, sched, tokenizer: Path) -> dict:
     srv = Server(tmp)
     wrapper = tmp / "bench_serve.py"
@@ -214,13 +282,30 @@ def main() -> None:
     ap.add_argument("--json", help="write all figures here")
     ap.add_argument("--pin", action="store_true",
                     help="pin the server to the last CPU and the tools to the others (as on separate hosts)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run the timing floor: a sender that sends nothing and spins until each scheduled instant")
+    ap.add_argument("--isolate", action="store_true",
+                    help="with --pin: also move the kernel threads that may move to the server's CPU during the "
+                         "run (needs root; restored at the end)")
     args = ap.parse_args()
+    if args.isolate and not args.pin:
+        ap.error("--isolate needs --pin")
     if args.pin:
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) < 2:
             ap.error("--pin needs at least 2 CPUs")
         PIN["server"], PIN["client"] = {cpus[-1]}, set(cpus[:-1])
+    moved = isolate_kernel_threads(PIN["server"]) if args.isolate else {}
+    if args.isolate:
+        print("kernel threads moved to the server's CPU for the run: "
+              + (", ".join(sorted({name for name, _ in moved.values()})) or "none (not root, or none movable)"), flush=True)
+    try:
+        run_all(args)
+    finally:
+        restore_affinity(moved)
 
+
+def run_all(args) -> None:
     tokenizer = None
     if not args.no_vllm:
         from shadow.tiny_model import build_tiny_model
@@ -231,6 +316,7 @@ def main() -> None:
         f"steady{int(args.steady_rate)}": steady_schedule(args.steady_rate, args.steady_seconds),
     }
     tools = ["shadowreplay"] + (["shadowreplay-spin", "shadowreplay-sleep"] if args.strategies else [])
+    tools += ["floor"] if args.floor else []
     # A cap that never binds selects the task-based sender (the callback sender needs no cap).
     task = ["--max-in-flight", "1000000"]
     ablations = {"shadowreplay-task-sender": task,
@@ -257,6 +343,8 @@ def main() -> None:
                 for tool in tools[k:] + tools[:k]:
                     if tool == "vllm-bench":
                         r = run_vllm(trace, tmp, sched, tokenizer)
+                    elif tool == "floor":
+                        r = run_floor(tmp, sched)
                     elif tool == "shadowreplay@compare":
                         r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
                     elif tool in ablations:
@@ -270,6 +358,7 @@ def main() -> None:
     print()
     loads = [r["load1"] for per in results.values() for runs in per.values() for r in runs]
     pin = f"server pinned to CPU {sorted(PIN['server'])}, tools to {sorted(PIN['client'])}; " if args.pin else ""
+    pin += "movable kernel threads on the server's CPU; " if args.isolate else ""
     print(f"machine: {os.uname().machine}, {os.cpu_count()} cores (shared); {pin}medians of {args.runs} runs; "
           f"1-min load average during the runs {min(loads):.1f}-{max(loads):.1f}")
     print("| schedule | tool | requests | server-side lag p50 / p99 / max (ms) | late >1 / >10 ms | achieved rate (/s) | self-reported lag p50 / p99 / max (ms) |")
@@ -288,6 +377,12 @@ def main() -> None:
             self_cols = f"{f('self_p50')} / {f('self_p99')} / {f('self_max')}" if "self_p50" in ok[0] else "not reported"
             print(f"| {name} | {tool} | {len(schedules[name])} | {f('p50')} / {f('p99')} / {f('max')} | "
                   f"{f('late1')} / {f('late10')} | {f('rate')} | {self_cols} |")
+    print()
+    for name, per_tool in results.items():
+        for tool, runs in per_tool.items():
+            p99s = [f"{r['self_p99']:.2f}" for r in runs if r.get("self_p99") is not None]
+            if p99s:
+                print(f"{name} {tool}: self-reported lag p99 per run (ms): {', '.join(p99s)}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
