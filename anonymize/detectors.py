@@ -48,6 +48,25 @@ _IPV4_SKIP = ("127.", "0.0.0.0", "255.255.255.255")
 _SSN = re.compile(r"\d{3}-\d{2}-\d{4}")  # dashed only: bare 9-digit runs are too common
 
 
+# A number glued to an ASCII word is part of that word ("v2", "abc123", hashes), except after
+# these cue words, where what follows is the value: Tel13812345678, ID110105199001011234.
+_GLUE_CUES = frozenset(
+    "tel phone mobile mob cell cellphone fax whatsapp wechat id idno idcard card cardno acct account iban "
+    "ssn no num number passport sfz".split()
+)
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _after_cue_word(text: str, s: int) -> bool:
+    """The ASCII letters right before position s form a whole word that is a _GLUE_CUES cue."""
+    a = s
+    while a > 0 and s - a < 10 and text[a - 1] in _ASCII_LETTERS:
+        a -= 1
+    if a == s or (a > 0 and _is_wordish(text[a - 1])):
+        return False
+    return text[a:s].lower() in _GLUE_CUES
+
+
 def _is_wordish(ch: str) -> bool:
     """A character that glues to a number (so the number is part of a word): ASCII/full-width
     letters and digits. CJK characters do not glue: 手机13812345678 is a number after a word."""
@@ -199,7 +218,7 @@ def _numbers(text: str, out: list[Span]) -> None:
             s -= 1
         elif s > 1 and text[s - 1] == " " and text[s - 2] in "+\uff0b":
             s -= 2
-        if s > 0 and _is_wordish(text[s - 1]):
+        if s > 0 and _is_wordish(text[s - 1]) and not _after_cue_word(text, s):
             covered = p + 1
             while covered < len(text) and text[covered].isdigit():
                 covered += 1

@@ -60,6 +60,7 @@ def ascii_digits(s: str) -> str:
 ID_X = make_cn_id("110105", "19491231", "002")  # ends in X
 assert ID_X.endswith("X")
 ID_DIGIT = make_cn_id("440524", "19800101", "001")
+ID_GLUED = make_cn_id("310104", "19900307", "123")
 assert not ID_DIGIT.endswith("X")
 
 # (entity type, planted value, text carrying it)
@@ -84,11 +85,13 @@ PLANTED: list[tuple[str, str, str]] = [
     ("cn_mobile", fullwidth("18612345678"), "手机号" + fullwidth("18612345678") + "谢谢"),
     ("cn_mobile", "１３６－１２３４－５６７８", "号码１３６－１２３４－５６７８（全角）"),
     ("cn_mobile", "135\u30001234\u30005678", "联系135\u30001234\u30005678吧"),
+    ("cn_mobile", "15912345678", "reach me at Tel15912345678 (office)"),  # glued to a cue word
     # Chinese resident IDs
     ("cn_id", ID_X, f"身份证号{ID_X}已登记"),
     ("cn_id", ID_X.lower(), f"id: {ID_X.lower()}"),
     ("cn_id", ID_DIGIT, f"证件号码：{ID_DIGIT}。"),
     ("cn_id", fullwidth(ID_DIGIT), f"身份证{fullwidth(ID_DIGIT)}"),
+    ("cn_id", ID_GLUED, f"form: ID{ID_GLUED}, verified"),
     # payment cards
     ("card", "4111111111111111", "card 4111111111111111 exp 12/29"),
     ("card", "5500 0000 0000 0004", "Mastercard 5500 0000 0000 0004."),
@@ -145,6 +148,7 @@ CLEAN: list[str] = [
     "Dear Sir or Madam, thank you.",
     "Use the token budget wisely; the key point is speed.",
     "localhost is 127.0.0.1 and :: is unspecified",
+    "build abc13812345678 passed; see MyTel13812345678",  # glued to a word that is no cue word
 ]
 
 
