@@ -281,8 +281,8 @@ _LOCAL_CHARS = frozenset(
 )
 
 
-def _emails(text: str, out: list[Span]) -> None:
-    i = text.find("@")
+def _emails(text: str, out: list[Span], at: str = "@") -> None:
+    i = text.find(at)
     while i != -1:
         j = i
         while j > 0 and i - j < 64 and text[j - 1] in _LOCAL_CHARS:
@@ -293,9 +293,9 @@ def _emails(text: str, out: list[Span]) -> None:
             m = _EMAIL_DOMAIN.match(text, i + 1, i + 256)
             if m:
                 out.append(Span(j, m.end(), EMAIL))
-                i = text.find("@", m.end())
+                i = text.find(at, m.end())
                 continue
-        i = text.find("@", i + 1)
+        i = text.find(at, i + 1)
 
 
 # ---------------------------------------------------------------- IBAN
@@ -571,6 +571,8 @@ def find_spans(text: str) -> list[Span]:
     letters = ascii_text or _ASCII_LETTER.search(lo) is not None
     if "@" in text:
         _emails(text, spans)
+    if not ascii_text and "\uff20" in text:  # full-width ＠, as Chinese and Japanese IMEs type it
+        _emails(text, spans, "\uff20")
     if letters:
         _secrets(text, lo, spans)
     _numbers(text, spans)

@@ -117,11 +117,11 @@ class Substituter:
 
     # ------------------------------------------------------------ kinds
     def _sub_email(self, orig: str, norm: str, rng: KeyedRandom) -> str:
-        at = orig.rfind("@")
+        at = max(orig.rfind("@"), orig.rfind("\uff20"))  # ＠ (full-width) stays ＠
         local, domain = orig[:at], orig[at + 1 :]
         labels = domain.split(".")
         new_labels = [fill(lb, rng, pronounceable=True) for lb in labels[:-1]] + [labels[-1]]
-        return fill(local, rng, pronounceable=True) + "@" + ".".join(new_labels)
+        return fill(local, rng, pronounceable=True) + orig[at] + ".".join(new_labels)
 
     def _sub_card(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         body = norm[0] + _rand_digits(rng, len(norm) - 2)

@@ -71,6 +71,7 @@ PLANTED: list[tuple[str, str, str]] = [
     ("email", "Mary_O'Neil+tag@Mail.Example.co.uk", "write to Mary_O'Neil+tag@Mail.Example.co.uk."),
     ("email", "zoë.ångström@exämple.se", "Svar till zoë.ångström@exämple.se tack."),
     ("email", "jose.nunez@example.es", "correo：jose.nunez@example.es。"),
+    ("email", "li.si\uff20163.com", "邮箱：li.si\uff20163.com。"),  # full-width ＠, as IMEs type it
     # phones
     ("phone", "+1 (415) 555-2671", "Call +1 (415) 555-2671 tomorrow."),
     ("phone", "(212) 736-5000", "Office: (212) 736-5000."),

@@ -74,7 +74,9 @@ def test_substitutes_are_realistic(scrubber):
         norm = unicodedata.normalize("NFKC", sub)
         assert cn_id_valid(norm), sub
     for value, sub in out["email"]:
-        assert re.fullmatch(r"[A-Za-z0-9._%+'\-]+@[A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}", sub), sub
+        # the at sign is kept as written (a full-width ＠ stays ＠)
+        assert re.fullmatch(r"[A-Za-z0-9._%+'\-]+[@\uff20][A-Za-z0-9\-]+(\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}", sub), sub
+        assert ("\uff20" in sub) == ("\uff20" in value)
         assert sub.rsplit(".", 1)[1] == value.rsplit(".", 1)[1]  # top-level domain kept
     for value, sub in out["iban"]:
         assert iban_valid(sub) and sub[:2] == value[:2], sub
