@@ -242,13 +242,15 @@ class _Lengths:
         at = lambda q: max(20, ctx[int(q * (len(ctx) - 1))] - 60)  # noqa: E731
         self.en_systems = [_text(en, at((i + 0.5) / 12), False) for i in range(12)]
         self.zh_systems = ["你是一个乐于助人的客服助手。" + _text(zh, at((i + 0.5) / 4), True) for i in range(4)]
+        # chinese? -> [(tokens, prompt)], measured once
+        self.sized = {False: [(approx_tokens(t), t) for t in self.en_systems],
+                      True: [(approx_tokens(t), t) for t in self.zh_systems]}
 
     def system(self, chinese: bool) -> str:
-        pool = self.zh_systems if chinese else self.en_systems
         if self.kind == "short":
-            return pool[0] if chinese else self.r.choice(pool)
+            return self.zh_systems[0] if chinese else self.r.choice(self.en_systems)
         want = self.r.choice(self.rows)[0]
-        return min(pool, key=lambda s: abs(approx_tokens(s) - want))
+        return min(self.sized[chinese], key=lambda ts: abs(ts[0] - want))[1]
 
     def user(self, fake: Faker) -> str:
         return fake.paragraph(nb_sentences=self.r.randrange(2, 8))
