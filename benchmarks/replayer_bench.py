@@ -204,7 +204,6 @@ def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = (), re
     s = json.loads((out / "manifest.json").read_text())["summary"]
     res["self_p50"], res["self_p99"], res["self_max"] = s["lag_p50_ms"], s["lag_p99_ms"], s["lag_max_ms"]
     res["errors"] = s["errors"]
-    res["sender"] = s.get("sender")
     res["files"] = sum(1 for _ in (out / "replay_results").rglob("*.parquet"))
     return res
 
@@ -275,8 +274,6 @@ def main() -> None:
     ap.add_argument("--steady-rate", type=float, default=1000.0)
     ap.add_argument("--steady-seconds", type=float, default=5.0)
     ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
-    ap.add_argument("--loop-sender", action="store_true",
-                    help="also run shadowreplay with its sends in the event loop (--sender loop), the default before the sender thread")
     ap.add_argument("--ablation", action="store_true",
                     help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
     ap.add_argument("--flush-intervals", help="comma-separated --flush-interval values to run shadowreplay with")
@@ -326,8 +323,6 @@ def run_all(args) -> None:
                  "shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
                  "shadowreplay-before": [*task, "--warm-connections", "32", "--keep-gc"]}
     tools += list(ablations) if args.ablation else []
-    ablations["shadowreplay-loop-sender"] = ["--sender", "loop"]
-    tools += ["shadowreplay-loop-sender"] if args.loop_sender else []
     if args.flush_intervals:
         for f in args.flush_intervals.split(","):
             ablations[f"shadowreplay-flush{f}s"] = ["--flush-interval", f]

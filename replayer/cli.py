@@ -35,10 +35,6 @@ def register(subparsers) -> None:
     p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between metric samples (default 1)")
     p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd",
                    help="how the sender waits for each send time (default timerfd; see docs/replayer.md)")
-    p.add_argument("--sender", choices=("auto", "thread", "loop"), default="auto",
-                   help="where sends run: a thread of their own, so response handling never delays one "
-                        "(plain-HTTP targets, no --max-in-flight, no gRPC), or the event loop; "
-                        "default auto: the thread wherever it can run")
     p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.add_argument("--warm-connections", type=int, metavar="N",
@@ -87,7 +83,6 @@ def run(args) -> int:
         gc_off=args.gc_off,
         flush_interval_s=args.flush_interval,
         keepalive_expiry_s=args.keepalive_expiry,
-        sender=args.sender,
     )
     result = replay(opts, echo=lambda s: print(s, flush=True))
     if result.interrupted:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import errno
 import json
 import re
 import ssl
-import threading
 import time
 from collections.abc import Callable
 
@@ -138,7 +136,6 @@ class HttpConnection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0  # when it last went idle (monotonic ns; kept only with an idle expiry)
         self.was_idle = False  # the exchange in progress was sent on a connection that had been idle
-        self.fd = -1  # the socket's descriptor, for the sender thread's writes (plain TCP only)
         self._reset()
 
     def _reset(self) -> None:
@@ -149,15 +146,9 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport) -> None:
         self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None and self.pool.ssl is None:
-            self.fd = sock.fileno()
 
     def connection_lost(self, exc) -> None:
-        # Under the lock: a sender thread that claimed this connection has finished its write, and
-        # none will claim it after this; asyncio closes the socket only once this returns.
-        with self.pool.lock:
-            self.closed = True
+        self.closed = True
         self.pool.discard(self)
         ex = self.ex
         if ex is not None:
@@ -182,11 +173,6 @@ class HttpConnection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
-
-    def write_rest(self, ex: Exchange, n: int) -> None:
-        """The part of a request the sender thread's non-blocking write left over (loop thread)."""
-        if self.ex is ex and not self.closed and self.transport is not None:
-            self.transport.write(memoryview(ex.data)[n:])
 
     def data_received(self, data: bytes) -> None:
         ex = self.ex
@@ -378,17 +364,9 @@ class Pool:
         self.ssl = ssl.create_default_context() if target.scheme == "https" else None
         self.closed = False
         self.last_error: str | None = None
-        # The sender thread (sender_thread.py) claims idle connections under this lock; `handoff`
-        # counts exchanges it passed to the loop thread (no idle connection) that are not queued
-        # yet. While any are queued or passed on, it passes on every later one too, so requests
-        # still go out in order.
-        self.lock = threading.Lock()
-        self.handoff = 0
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._more_asked = False
 
     async def open(self) -> HttpConnection:
-        loop = self.loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(lambda: HttpConnection(self), self.target.host, self.target.port, ssl=self.ssl)
         self.all.add(conn)
         return conn
@@ -465,60 +443,6 @@ class Pool:
         self.waiting.append(ex)
         self._open_more()
 
-    def send_from_thread(self, ex: Exchange, write) -> bool:
-        """Sender thread: writes the request on an idle connection (`write(fd, data)` -> bytes
-        written or -errno). False when there is none, or requests are waiting for one: the caller
-        then hands the exchange to the loop thread (`take_handoff`)."""
-        expiry = self.idle_expiry_ns
-        loop = self.loop
-        with self.lock:
-            if self.waiting or self.handoff:
-                self.handoff += 1
-                return False
-            while self.idle:
-                c = self.idle.pop()  # most recently used first: it is the least likely to be closed
-                if c.closed:
-                    continue
-                now = time.monotonic_ns()
-                if expiry and now - c.idle_since > expiry:
-                    c.closed = True
-                    loop.call_soon_threadsafe(c.abort)
-                    continue
-                c.ex = ex
-                c.was_idle = True
-                c._reset()
-                ex.sent_ns = now
-                n = write(c.fd, ex.data)
-                if n != len(ex.data):
-                    if n >= 0 or n == -errno.EAGAIN:  # socket buffer full: the loop writes the rest
-                        loop.call_soon_threadsafe(c.write_rest, ex, max(n, 0))
-                    else:  # the connection is broken: its close resends the request once
-                        loop.call_soon_threadsafe(c.abort)
-                break
-            else:
-                self.handoff += 1
-                self._ask_more()
-                return False
-        if len(self.idle) < self.spare // 2:
-            self._ask_more()
-        return True
-
-    def _ask_more(self) -> None:
-        if not self._more_asked:
-            self._more_asked = True
-            self.loop.call_soon_threadsafe(self._more_opened)
-
-    def _more_opened(self) -> None:
-        self._more_asked = False
-        self._open_more()
-
-    def take_handoff(self, ex: Exchange) -> None:
-        """Loop thread: sends or queues an exchange the sender thread passed on (in order)."""
-        with self.lock:
-            if not ex.end_ns:  # not timed out meanwhile
-                self.send(ex)
-            self.handoff -= 1
-
     def resend(self, ex: Exchange) -> None:
         ex.resent = True
         self.resent += 1
@@ -528,13 +452,11 @@ class Pool:
         if self.closed or conn.closed:
             conn.abort()
             return
-        if self.waiting:
-            with self.lock:  # a sender thread must not overtake the last queued request
-                while self.waiting:
-                    ex = self.waiting.popleft()
-                    if not ex.end_ns:  # not timed out while queued
-                        conn.send(ex)
-                        return
+        while self.waiting:
+            ex = self.waiting.popleft()
+            if not ex.end_ns:  # not timed out while queued
+                conn.send(ex)
+                return
         if self.idle_expiry_ns:
             conn.idle_since = time.monotonic_ns()
         self.idle.append(conn)

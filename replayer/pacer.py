@@ -33,11 +33,11 @@ class _Itimerspec(ctypes.Structure):
     _fields_ = [("it_interval", _Timespec), ("it_value", _Timespec)]
 
 
-class TimerFd:
+class _TimerFd:
     """An absolute one-shot CLOCK_MONOTONIC timer as a readable file descriptor."""
 
-    def __init__(self, blocking: bool = False) -> None:
-        flags = os.O_CLOEXEC if blocking else os.O_NONBLOCK | os.O_CLOEXEC  # = TFD_NONBLOCK / TFD_CLOEXEC
+    def __init__(self) -> None:
+        flags = os.O_NONBLOCK | os.O_CLOEXEC  # TFD_NONBLOCK / TFD_CLOEXEC have these values
         if hasattr(os, "timerfd_create"):
             self.fd = os.timerfd_create(CLOCK_MONOTONIC, flags=flags)
             self._set = lambda ns: os.timerfd_settime_ns(self.fd, flags=TFD_TIMER_ABSTIME, initial=ns)
@@ -64,10 +64,6 @@ class TimerFd:
     def arm(self, ns: int) -> None:
         self._set(ns)
 
-    def wait(self) -> None:
-        """Blocks until the timer fires (a blocking timer only; the GIL is released meanwhile)."""
-        os.read(self.fd, 8)
-
     def drain(self) -> None:
         try:
             os.read(self.fd, 8)
@@ -88,12 +84,12 @@ class Pacer:
             raise ValueError(f"unknown pacing strategy {strategy!r}")
         self.strategy = strategy
         self.spin_ns = spin_us * 1000
-        self._tfd: TimerFd | None = None
+        self._tfd: _TimerFd | None = None
         self._fut: asyncio.Future | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         if strategy == "timerfd":
             try:
-                self._tfd = TimerFd()
+                self._tfd = _TimerFd()
             except (OSError, AttributeError):
                 self.strategy = "spin"
 

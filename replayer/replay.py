@@ -20,7 +20,7 @@ from .plan import build_plan
 from .results_proc import write_manifest
 from .routes import parse_route, parse_target
 from .rows import static_columns
-from .runner import Replayer, RunConfig, thread_unusable
+from .runner import Replayer, RunConfig
 from .safety import check_targets, recorded_endpoints
 from .sink import ResultSink
 
@@ -55,7 +55,6 @@ class ReplayOptions:
     gc_off: bool = True
     flush_interval_s: float = 10.0  # results of done requests are written this often during the run
     keepalive_expiry_s: float | None = None  # idle keep-alive connections older than this are not reused
-    sender: str = "auto"  # "thread" / "loop" / "auto" (the thread where it can run): runner.RunConfig.sender
 
 
 @dataclass
@@ -98,10 +97,6 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     sched["per_target"] = per_target
     hosts, ports, schemes = zip(*plan.recorded_hosts) if plan.recorded_hosts else ((), (), ())
     check_targets(plan.targets, recorded_endpoints(hosts, ports, schemes), o.allow_recorded_host)
-    if o.sender == "thread":
-        why = thread_unusable(plan, RunConfig(max_in_flight=o.max_in_flight, pacing=o.pacing))
-        if why:
-            raise ConfigError(f"--sender thread cannot be used here: {why}; use --sender auto or loop")
 
     if o.dry_run:
         echo(f"dry run: {sched['requests']} requests over {sched['span_s']} s at speed {o.speed:g} "
@@ -146,7 +141,6 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
         "pacing": o.pacing,
-        "sender": o.sender,
         "warm_connections": o.warm_connections,
         "gc_off": o.gc_off,
         "metrics_url": metrics_url if sampler else None,
@@ -161,7 +155,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
                                    drain_s=o.drain_s, progress=o.progress,
                                    warm_connections=o.warm_connections, gc_off=o.gc_off,
-                                   idle_expiry_s=o.keepalive_expiry_s, sender=o.sender), sink=sink)
+                                   idle_expiry_s=o.keepalive_expiry_s), sink=sink)
     try:
         if o.flush_interval_s > 0:
             await sink.open()
@@ -177,7 +171,6 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
                              plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
     summ["interrupted"] = outcome.interrupted
     summ["resent"] = outcome.resent
-    summ["sender"] = outcome.sender
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import gc
-import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -21,7 +19,6 @@ from .grpc_replay import GrpcChannels, GrpcResult
 from .pacer import Pacer
 from .plan import Plan
 from .progress import Progress
-from . import sender_thread
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
@@ -32,19 +29,6 @@ ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
 ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
 ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
 ROWS_MARGIN_NS = 150_000  # ... and only until this long before it
-
-
-def thread_unusable(plan: Plan, cfg: RunConfig) -> str | None:
-    """Why this replay's sends cannot run on a sender thread (None: they can)."""
-    if cfg.pacing != "timerfd":
-        return f"--pacing {cfg.pacing} (the sender thread paces with a timerfd)"
-    if cfg.max_in_flight is not None:
-        return "--max-in-flight (a capped sender runs in the event loop)"
-    if any(g is not None for g in plan.grpc):
-        return "gRPC requests in the selection"
-    if any(plan.http[i] is not None and plan.targets[plan.target_idx[i]].scheme == "https" for i in range(len(plan))):
-        return "an https target (TLS records are written by the event loop)"
-    return sender_thread.unavailable()
 
 
 def warm_size(offsets_ns: list[int], window_ns: int = WARM_WINDOW_NS, lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
@@ -70,8 +54,6 @@ class RunConfig:
     gc_off: bool = True  # no cyclic-GC pauses while sending (gc.freeze + gc.disable, restored after)
     progress: bool | None = None  # None: on when stderr is a TTY
     idle_expiry_s: float | None = None  # keep-alive connections idle longer are not reused (None: no limit)
-    sender: str = "auto"  # "thread": sends from a thread of their own (sender_thread.py); "loop": from the
-    #                       asyncio loop; "auto": the thread wherever it can be used (see thread_unusable)
 
 
 @dataclass
@@ -90,7 +72,6 @@ class RunOutcome:
     sent: int = 0
     errors: int = 0
     resent: int = 0  # requests sent again because the target closed their idle connection unanswered
-    sender: str = "loop"  # where the sends ran: "thread" or "loop"
     notes: list[str] = field(default_factory=list)
 
 
@@ -109,8 +90,6 @@ class Replayer:
         self._next_send = 0  # index of the next request the sender will send
         self._due = SendDue()  # shared with the pools: response callbacks run a send that is due
         self._sending = False
-        self._threaded = False
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._rows_timer: asyncio.TimerHandle | asyncio.Handle | None = None
         self._start_ns = 0
         self.sent_ns = [0] * n
@@ -121,8 +100,7 @@ class Replayer:
         self.error: list[str | None] = [None] * n
         self.token_ns: list[list[int] | None] = [None] * n
         self.usage: list[dict | None] = [None] * n
-        self.fired = 0  # requests handed to a connection or a gRPC call (written by the sender only)
-        self.finished = 0  # ... of which done (written by the loop thread only)
+        self.in_flight = 0
         self.done = 0
         self.sent = 0
         self.errors = 0
@@ -140,10 +118,6 @@ class Replayer:
         self._cap_ends: list[int] = []  # the ends of cap_waits (ascending), for bisect
         self._cap_wait_since = 0  # start of the wait in progress, 0 when none
         self.warmed: dict[int, int] = {}  # target index -> connections opened before the start
-
-    @property
-    def in_flight(self) -> int:
-        return self.fired - self.finished
 
     # ---- completion ---------------------------------------------------------------------------
     def _done_http(self, ex: Exchange) -> None:
@@ -182,8 +156,7 @@ class Replayer:
         loop = asyncio.get_running_loop()
         q, pos = self._done_q, self._done_pos
         deadline = 0  # stop building rows at this instant (0: no send coming)
-        # (a capped sender waits anyway; a sender thread takes the GIL when it needs it)
-        if pos < len(q) and self._sending and not self._cap_wait_since and not self._threaded:
+        if pos < len(q) and self._sending and not self._cap_wait_since:  # (a capped sender waits anyway)
             nxt = self._next_send
             if nxt < len(self.plan):
                 t_send = self._start_ns + self.plan.offsets_ns[nxt]
@@ -209,27 +182,19 @@ class Replayer:
         self._rows_timer = loop.call_soon(self._rows_tick) if end < len(q) else loop.call_later(ROWS_TICK_S, self._rows_tick)
 
     def _finished(self, failed: bool) -> None:
-        self.finished += 1
+        self.in_flight -= 1
         self.done += 1
         if failed:
             self.errors += 1
         self._slot.set()
-        if self.finished == self.fired:
+        if self.in_flight == 0:
             self._idle.set()
 
     # ---- sending ------------------------------------------------------------------------------
     def _fire(self, i: int) -> None:
         plan = self.plan
-        self.fired += 1
-        if self._threaded:  # on the sender thread
-            ex = Exchange(i, plan.http[i], self._done_http)
-            self.live[i] = ex
-            self._fired_ns[i] = time.monotonic_ns()
-            pool = self.pools[plan.target_idx[i]]
-            if not pool.send_from_thread(ex, sender_thread.raw_write):
-                self._loop.call_soon_threadsafe(pool.take_handoff, ex)
-            self.sent_ns[i] = ex.sent_ns
-            return
+        self.in_flight += 1
+        self._idle.clear()
         if plan.grpc[i] is not None:
             res = GrpcResult()
             task = asyncio.get_running_loop().create_task(self._grpc(i, res))
@@ -288,26 +253,17 @@ class Replayer:
             self.sent_ns[i] = now
             self.end_ns[i] = now
             self.error[i] = plan.skip[i]
+            self.errors += 1
+            self.done += 1
             self.sent += 1
-            if self._threaded:
-                self._loop.call_soon_threadsafe(self._skipped, i)
-            else:
-                self._skipped(i)
+            self._done_q.append(i)
             return
         self._fire(i)
         self.sent += 1
         if self.sent_ns[i]:
             self.last_lag_ms = (self.sent_ns[i] - target_ns) / 1e6
 
-    def _skipped(self, i: int) -> None:
-        self.errors += 1
-        self.done += 1
-        self._done_q.append(i)
-
     async def _sender(self, start_ns: int) -> None:
-        if self._threaded:
-            await self._sender_on_thread(start_ns)
-            return
         pacer = Pacer(self.cfg.pacing)
         try:
             if pacer.strategy == "timerfd" and self.cfg.max_in_flight is None:
@@ -362,20 +318,6 @@ class Replayer:
             done.set_result(None)
         await done
 
-    async def _sender_on_thread(self, start_ns: int) -> None:
-        st = sender_thread.SenderThread(self.plan.offsets_ns, start_ns, self._send_one, self._loop, self._due)
-        self._due.fire = os.sched_yield  # a response callback that sees a send due lets the thread have the GIL
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(sender_thread.SWITCH_INTERVAL_S)
-        try:
-            await st.start()
-        finally:  # also on Ctrl-C (this task cancelled): the thread stops before its next send
-            st.stop()
-            st.join()
-            sys.setswitchinterval(interval)
-            self._due.ns = SendDue.NEVER
-            self._next_send = st.next
-
     async def _sender_task(self, start_ns: int, pacer: Pacer) -> None:
         plan = self.plan
         cap = self.cfg.max_in_flight
@@ -409,21 +351,16 @@ class Replayer:
                 "done": self.done, "errors": self.errors, "lag_ms": self.last_lag_ms}
 
     async def run(self) -> RunOutcome:
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
                 self.pools[ti] = Pool(t, due=self._due, idle_expiry_s=self.cfg.idle_expiry_s)
-        if self.cfg.sender not in ("auto", "thread", "loop"):
-            raise ValueError(f"unknown sender {self.cfg.sender!r}")
-        why_not = thread_unusable(self.plan, self.cfg) if self.cfg.sender != "loop" else "--sender loop"
-        if why_not and self.cfg.sender == "thread":
-            raise ValueError(f"cannot send from a thread: {why_not}")  # replay() checks this first
-        self._threaded = why_not is None
         for ti, pool in self.pools.items():
             n = self.cfg.warm_connections
             if n is None:
                 n = warm_size([self.plan.offsets_ns[i] for i in range(len(self.plan)) if self.plan.target_idx[i] == ti])
             self.warmed[ti] = await pool.warm(n)
+        self._idle.set()
         progress = Progress(self.snapshot, force=bool(self.cfg.progress))
         if self.cfg.progress is False:
             progress.enabled = False
@@ -471,10 +408,6 @@ class Replayer:
                     if gc_was_on:
                         gc.enable()
             grace = self.cfg.drain_s if self.interrupted else self.cfg.timeout_s + 5
-            if self.in_flight:
-                self._idle.clear()
-            else:
-                self._idle.set()
             try:
                 await asyncio.wait_for(self._idle.wait(), grace)
             except asyncio.TimeoutError:
@@ -502,8 +435,7 @@ class Replayer:
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, sent=self.sent, errors=self.errors,
-                          resent=sum(p.resent for p in self.pools.values()),
-                          sender="thread" if self._threaded else "loop")
+                          resent=sum(p.resent for p in self.pools.values()))
 
     def _cap_delay(self, i: int, sent: int) -> int:
         """cap_delay of a request = time the sender spent waiting for a free slot between the
