@@ -147,11 +147,17 @@ def restore_affinity(moved: dict[int, tuple[str, set[int]]]) -> None:
 
 
 # ---- server -------------------------------------------------------------------------------------
+# What the fast local server streams per request (--stream-tokens/--token-delay): by default 2
+# tokens at once; an LLM server streams one SSE event per token, tens of ms apart.
+STREAM = {"tokens": 2, "delay_s": 0.0}
+
+
 class Server:
     def __init__(self, tmp: Path):
         self.arrivals_file = tmp / f"arrivals-{time.monotonic_ns()}.jsonl"
         self.p = subprocess.Popen([sys.executable, str(SERVER), "--port", "0", "--arrivals", str(self.arrivals_file),
-                                   "--tokens-cap", "2"], stdout=subprocess.PIPE, text=True, preexec_fn=pinned("server"))
+                                   "--tokens-cap", str(STREAM["tokens"]), "--token-delay", str(STREAM["delay_s"])],
+                                  stdout=subprocess.PIPE, text=True, preexec_fn=pinned("server"))
         line = self.p.stdout.readline()
         self.port = int(line.split()[1])
         self.url = f"http://127.0.0.1:{self.port}"
@@ -261,6 +267,24 @@ def run_vllm(trace: Path, tmp: Path, sched, tokenizer: Path) -> dict:
     return res
 
 
+def wait_for_quiet_cpu(busy_below: float = 0.10, timeout_s: float = 60.0) -> None:
+    """Returns once the whole machine was under `busy_below` busy over one second (/proc/stat),
+    or after timeout_s."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # total, idle + iowait
+
+    deadline = time.monotonic() + timeout_s
+    t0, i0 = snap()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        t1, i1 = snap()
+        if t1 > t0 and 1 - (i1 - i0) / (t1 - t0) < busy_below:
+            return
+        t0, i0 = t1, i1
+
+
 def median_of(runs: list[dict], key: str):
     vals = [r[key] for r in runs if key in r and r[key] is not None]
     return statistics.median(vals) if vals else None
@@ -274,6 +298,10 @@ def main() -> None:
     ap.add_argument("--steady-rate", type=float, default=1000.0)
     ap.add_argument("--steady-seconds", type=float, default=5.0)
     ap.add_argument("--strategies", action="store_true", help="also compare the pacing strategies (sleep, spin)")
+    ap.add_argument("--stream-tokens", type=int, default=2, metavar="N",
+                    help="tokens the local server streams per request, as one SSE event each (default 2)")
+    ap.add_argument("--token-delay", type=float, default=0.0, metavar="S",
+                    help="seconds between those events (default 0: all at once); e.g. 16 and 0.02 for LLM-like streams")
     ap.add_argument("--ablation", action="store_true",
                     help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
     ap.add_argument("--flush-intervals", help="comma-separated --flush-interval values to run shadowreplay with")
@@ -288,6 +316,7 @@ def main() -> None:
                     help="with --pin: also move the kernel threads that may move to the server's CPU during the "
                          "run (needs root; restored at the end)")
     args = ap.parse_args()
+    STREAM["tokens"], STREAM["delay_s"] = args.stream_tokens, args.token_delay
     if args.isolate and not args.pin:
         ap.error("--isolate needs --pin")
     if args.pin:
@@ -339,8 +368,14 @@ def run_all(args) -> None:
             trace = tmp / f"{name}.jsonl"
             write_mooncake(trace, sched)
             for run in range(args.runs):
-                k = run % len(tools)  # rotate the order each round: no tool always runs first
-                for tool in tools[k:] + tools[:k]:
+                # Our tools in a rotating order (none always first), the peer last: whatever its
+                # exit leaves the machine doing (a Python 3.11 process with torch, several GB, going
+                # away) must not always fall on the same one of ours. Then wait for a quiet CPU.
+                ours = [t for t in tools if t != "vllm-bench"]
+                k = run % len(ours)
+                for tool in ours[k:] + ours[:k] + [t for t in tools if t == "vllm-bench"]:
+                    if tool == ours[k] and run:
+                        wait_for_quiet_cpu()
                     if tool == "vllm-bench":
                         r = run_vllm(trace, tmp, sched, tokenizer)
                     elif tool == "floor":
