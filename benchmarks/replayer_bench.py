@@ -81,6 +81,11 @@ def steady_schedule(rate: float, seconds: float) -> list[tuple[float, int, int]]
     return [(i / rate, 64, 2) for i in range(n)]
 
 
+def response_s(out_tokens: int) -> float:
+    """How long the local server takes to stream a response (what a recording's e2e_ms holds)."""
+    return max(0, min(out_tokens, STREAM["tokens"]) - 1) * STREAM["delay_s"]
+
+
 def write_recording(root: Path, sched) -> None:
     t0 = dt.datetime(2026, 11, 29, 10, 0, 0, tzinfo=dt.timezone.utc)
     rows = []
@@ -88,7 +93,8 @@ def write_recording(root: Path, sched) -> None:
         body = {"model": MODEL, "prompt": "hello " * 16, "stream": True, "max_tokens": out}
         rows.append(dict(request_id=f"b{i:06d}", ts_start=t0 + dt.timedelta(seconds=off), method="POST", scheme="http",
                          host="prod.example", port=80, path="/v1/completions", kind="completion", model=MODEL,
-                         stream=True, completion_tokens=out, request_body=json.dumps(body), prompt_chars=96))
+                         stream=True, completion_tokens=out, request_body=json.dumps(body), prompt_chars=96,
+                         e2e_ms=1000 * response_s(out)))
     write_rows(root, "requests", rows)
 
 
@@ -302,6 +308,9 @@ def main() -> None:
                     help="tokens the local server streams per request, as one SSE event each (default 2)")
     ap.add_argument("--token-delay", type=float, default=0.0, metavar="S",
                     help="seconds between those events (default 0: all at once); e.g. 16 and 0.02 for LLM-like streams")
+    ap.add_argument("--arrival-warm", action="store_true",
+                    help="also run shadowreplay with the warm pool sized from arrivals alone (250 ms window), "
+                         "as before recorded response times were used")
     ap.add_argument("--ablation", action="store_true",
                     help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
     ap.add_argument("--flush-intervals", help="comma-separated --flush-interval values to run shadowreplay with")
@@ -352,6 +361,7 @@ def run_all(args) -> None:
                  "shadowreplay-warm32": ["--warm-connections", "32"], "shadowreplay-keepgc": ["--keep-gc"],
                  "shadowreplay-before": [*task, "--warm-connections", "32", "--keep-gc"]}
     tools += list(ablations) if args.ablation else []
+    tools += ["shadowreplay-arrival-warm"] if args.arrival_warm else []
     if args.flush_intervals:
         for f in args.flush_intervals.split(","):
             ablations[f"shadowreplay-flush{f}s"] = ["--flush-interval", f]
@@ -382,6 +392,10 @@ def run_all(args) -> None:
                         r = run_floor(tmp, sched)
                     elif tool == "shadowreplay@compare":
                         r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
+                    elif tool == "shadowreplay-arrival-warm":
+                        from replayer.runner import warm_size
+                        n = warm_size([round(x[0] * 1e9) for x in sched])
+                        r = run_ours(rec, tmp, sched, "timerfd", ["--warm-connections", str(n)])
                     elif tool in ablations:
                         r = run_ours(rec, tmp, sched, "timerfd", ablations[tool])
                     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import gc
+import heapq
 import signal
 import time
 from dataclasses import dataclass, field
@@ -23,25 +24,49 @@ from .progress import Progress
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
 SEND_BATCH = 64  # callback sender: most sends per timer firing before the loop reads responses
-WARM_WINDOW_NS = 250_000_000  # warm pool size: most requests to one target within this window
-WARM_MIN, WARM_MAX = 32, 512
+WARM_WINDOW_NS = 250_000_000  # warm pool size: a request holds a connection at least this long
+WARM_MIN, WARM_MAX = 32, 2048
 ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
 ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
 ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
 ROWS_MARGIN_NS = 150_000  # ... and only until this long before it
 
 
-def warm_size(offsets_ns: list[int], window_ns: int = WARM_WINDOW_NS, lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
+def warm_size(offsets_ns: list[int], durations_ns: list[int | None] | None = None, window_ns: int = WARM_WINDOW_NS,
+              lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
     """How many connections to open before the start instant: the schedule's peak number of
-    arrivals in any `window_ns`, clamped to [lo, hi]. A burst then finds idle connections
-    instead of queueing behind TCP connects (connects were the largest part of burst lag)."""
+    requests in flight, clamped to [lo, hi], where each request holds its connection for its
+    recorded response time (`durations_ns`, e.g. e2e_ms) and at least `window_ns`. A burst then
+    finds idle connections instead of queueing behind TCP connects (connects were the largest
+    part of burst lag), also when LLM responses stream for seconds and keep their connections."""
     peak = 0
-    j = 0
+    ends: list[int] = []  # min-heap of the instants the requests in flight give their connection back
     for i, t in enumerate(offsets_ns):  # offsets are sorted
-        while t - offsets_ns[j] >= window_ns:
-            j += 1
-        peak = max(peak, i - j + 1)
+        while ends and ends[0] <= t:
+            heapq.heappop(ends)
+        d = durations_ns[i] if durations_ns is not None else None
+        heapq.heappush(ends, t + max(window_ns, d or 0))
+        peak = max(peak, len(ends))
     return max(lo, min(hi, peak))
+
+
+def allow_open_files(n: int, reserve: int = 256) -> int:
+    """Raises the soft open-files limit (often 1024) towards the hard one so that n connections
+    fit; returns how many do fit."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return n
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = n + reserve
+    if soft != resource.RLIM_INFINITY and soft < want:
+        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+            soft = new
+        except (ValueError, OSError):
+            pass
+    return n if soft == resource.RLIM_INFINITY else max(1, min(n, soft - reserve))
 
 
 @dataclass
@@ -355,10 +380,14 @@ class Replayer:
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
                 self.pools[ti] = Pool(t, due=self._due, idle_expiry_s=self.cfg.idle_expiry_s)
+        open_files = allow_open_files(sum(self.cfg.warm_connections or WARM_MAX for _ in self.pools))
         for ti, pool in self.pools.items():
             n = self.cfg.warm_connections
             if n is None:
-                n = warm_size([self.plan.offsets_ns[i] for i in range(len(self.plan)) if self.plan.target_idx[i] == ti])
+                mine = [i for i in range(len(self.plan)) if self.plan.target_idx[i] == ti]
+                e2e = self.plan.recorded_e2e_ns
+                n = warm_size([self.plan.offsets_ns[i] for i in mine], [e2e[i] for i in mine] if e2e else None)
+            n = max(0, min(n, open_files - sum(self.warmed.values())))
             self.warmed[ti] = await pool.warm(n)
         self._idle.set()
         progress = Progress(self.snapshot, force=bool(self.cfg.progress))

@@ -26,7 +26,7 @@ REQUIRED = ("request_id", "ts_start", "path", "request_body")
 OPTIONAL = (
     "method", "scheme", "host", "port", "protocol", "kind", "client_id", "model", "stream",
     "prompt_chars", "completion_tokens", "request_headers", "grpc_service", "grpc_method",
-    "grpc_messages",
+    "grpc_messages", "e2e_ms",
 )
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -115,6 +115,8 @@ def _duck_type(t: pa.DataType) -> str:
         return "INTEGER"
     if pa.types.is_int64(t):
         return "BIGINT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
     if pa.types.is_list(t):
         return "STRUCT(direction VARCHAR, t_ms DOUBLE, compressed BOOLEAN, size INTEGER, data BLOB)[]"
     return "VARCHAR"

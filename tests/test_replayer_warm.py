@@ -9,6 +9,7 @@ import pytest
 from replayer import runner
 from replayer.replay import ReplayOptions, replay
 from replayer.runner import warm_size
+from tests.conftest import REPO
 from tests.replayer_helpers import ServerThread, chat_row, write_recording
 
 
@@ -105,3 +106,43 @@ def test_callback_sender_burst_every_request_once_in_order(tmp_path):
     assert len(posts) == n
     assert sorted(r[0] for r in rows) == [f"r{i:05d}" for i in range(n)]
     assert [r[0] for r in rows] == sorted(r[0] for r in rows)  # sent in scheduled (= id) order
+
+
+def test_warm_size_holds_each_connection_for_the_recorded_response_time():
+    ms = 1_000_000
+    offsets = [i * 20 * ms for i in range(100)]  # 50/s for 2 s
+    # responses of 1.5 s: 75 in flight at the peak; the 250 ms window alone would say 13
+    assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=1000) == 75
+    assert warm_size(offsets, None, lo=1, hi=1000) == 13
+    assert warm_size(offsets, [None] * 100, lo=1, hi=1000) == 13  # unknown durations: the window
+    assert warm_size(offsets, [5 * ms] * 100, lo=1, hi=1000) == 13  # short ones hold the window
+    assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=60) == 60
+
+
+def test_recorded_e2e_sizes_the_warm_pool_for_long_streams(tmp_path):
+    # 100 requests 20 ms apart whose production responses took 1.5 s: 75 were in flight at once,
+    # so 75 connections must be open before the first request (the arrival window gives 32).
+    rows = [dict(chat_row(i, i * 0.02, completion_tokens=2), e2e_ms=1500.0) for i in range(100)]
+    write_recording(tmp_path / "rec", rows)
+    with ServerThread() as srv:
+        s = run(tmp_path / "rec", srv, tmp_path / "out")
+        first = min(a.mono_ns for a in srv.arrivals if a.method == "POST")
+        before = [c for c in srv.state.connections if c < first]
+    assert s["errors"] == 0
+    assert 75 + 1 <= len(before) <= 75 + 1 + 16  # + the probe, + at most one top-up of spares
+
+
+def test_open_files_limit_is_raised_for_the_pool_or_the_pool_is_cut_to_fit():
+    code = ("import resource, sys; from replayer.runner import allow_open_files as f; "
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (300, int(sys.argv[1]))); "
+            "n = f(1000); print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
+    import subprocess
+    import sys
+
+    def run_with_hard(hard):
+        p = subprocess.run([sys.executable, "-c", code, str(hard)], capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return tuple(int(x) for x in p.stdout.split())
+
+    assert run_with_hard(4096) == (1000, 1256)  # soft limit raised to fit 1000 + a reserve
+    assert run_with_hard(300) == (44, 300)  # hard limit too low: only what fits
