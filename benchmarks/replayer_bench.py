@@ -309,8 +309,8 @@ def main() -> None:
     ap.add_argument("--token-delay", type=float, default=0.0, metavar="S",
                     help="seconds between those events (default 0: all at once); e.g. 16 and 0.02 for LLM-like streams")
     ap.add_argument("--arrival-warm", action="store_true",
-                    help="also run shadowreplay with the warm pool sized from arrivals alone (250 ms window), "
-                         "as before recorded response times were used")
+                    help="also run shadowreplay with the warm pool sized as before: the peak of arrivals in 250 ms, "
+                         "no recorded response times, no headroom")
     ap.add_argument("--ablation", action="store_true",
                     help="also run shadowreplay without each lag fix (task sender, --warm-connections 32, --keep-gc, none)")
     ap.add_argument("--flush-intervals", help="comma-separated --flush-interval values to run shadowreplay with")
@@ -394,7 +394,7 @@ def run_all(args) -> None:
                         r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
                     elif tool == "shadowreplay-arrival-warm":
                         from replayer.runner import warm_size
-                        n = warm_size([round(x[0] * 1e9) for x in sched])
+                        n = warm_size([round(x[0] * 1e9) for x in sched], headroom=1)
                         r = run_ours(rec, tmp, sched, "timerfd", ["--warm-connections", str(n)])
                     elif tool in ablations:
                         r = run_ours(rec, tmp, sched, "timerfd", ablations[tool])

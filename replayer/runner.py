@@ -26,6 +26,10 @@ YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N 
 SEND_BATCH = 64  # callback sender: most sends per timer firing before the loop reads responses
 WARM_WINDOW_NS = 250_000_000  # warm pool size: a request holds a connection at least this long
 WARM_MIN, WARM_MAX = 32, 2048
+# Connections opened per request the recording had in flight at its peak: a shadow under test is
+# often slower than production, and every request that finds no idle connection waits for a
+# connect (on a loaded target, milliseconds). An idle connection costs a descriptor and a few kB.
+WARM_HEADROOM = 2
 ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
 ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
 ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
@@ -33,12 +37,13 @@ ROWS_MARGIN_NS = 150_000  # ... and only until this long before it
 
 
 def warm_size(offsets_ns: list[int], durations_ns: list[int | None] | None = None, window_ns: int = WARM_WINDOW_NS,
-              lo: int = WARM_MIN, hi: int = WARM_MAX) -> int:
-    """How many connections to open before the start instant: the schedule's peak number of
-    requests in flight, clamped to [lo, hi], where each request holds its connection for its
-    recorded response time (`durations_ns`, e.g. e2e_ms) and at least `window_ns`. A burst then
-    finds idle connections instead of queueing behind TCP connects (connects were the largest
-    part of burst lag), also when LLM responses stream for seconds and keep their connections."""
+              lo: int = WARM_MIN, hi: int = WARM_MAX, headroom: int = WARM_HEADROOM) -> int:
+    """How many connections to open before the start instant: `headroom` times the schedule's
+    peak number of requests in flight, clamped to [lo, hi], where each request holds its
+    connection for its recorded response time (`durations_ns`, e.g. e2e_ms) and at least
+    `window_ns`. A burst then finds idle connections instead of queueing behind TCP connects
+    (connects were the largest part of burst lag), also when LLM responses stream for seconds and
+    keep their connections."""
     peak = 0
     ends: list[int] = []  # min-heap of the instants the requests in flight give their connection back
     for i, t in enumerate(offsets_ns):  # offsets are sorted
@@ -47,7 +52,7 @@ def warm_size(offsets_ns: list[int], durations_ns: list[int | None] | None = Non
         d = durations_ns[i] if durations_ns is not None else None
         heapq.heappush(ends, t + max(window_ns, d or 0))
         peak = max(peak, len(ends))
-    return max(lo, min(hi, peak))
+    return max(lo, min(hi, peak * headroom))
 
 
 def allow_open_files(n: int, reserve: int = 256) -> int:

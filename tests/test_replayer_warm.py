@@ -21,10 +21,11 @@ def run(rec, srv, out, **kw) -> dict:
 
 def test_warm_size_is_the_peak_in_a_window_clamped():
     ms = 1_000_000
-    assert warm_size([0, 10 * ms, 500 * ms], window_ns=250 * ms, lo=1, hi=100) == 2
+    assert warm_size([0, 10 * ms, 500 * ms], window_ns=250 * ms, lo=1, hi=100, headroom=1) == 2
     burst = [i * ms for i in range(80)] + [1000 * ms + i * 10 * ms for i in range(10)]
-    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=100) == 80
-    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=50) == 50
+    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=100, headroom=1) == 80
+    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=50, headroom=1) == 50
+    assert warm_size(burst, window_ns=250 * ms, lo=1, hi=1000) == 160  # default headroom: twice the peak
     assert warm_size([0], window_ns=250 * ms, lo=32, hi=512) == 32
     assert warm_size([], lo=32) == 32
 
@@ -112,16 +113,17 @@ def test_warm_size_holds_each_connection_for_the_recorded_response_time():
     ms = 1_000_000
     offsets = [i * 20 * ms for i in range(100)]  # 50/s for 2 s
     # responses of 1.5 s: 75 in flight at the peak; the 250 ms window alone would say 13
-    assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=1000) == 75
-    assert warm_size(offsets, None, lo=1, hi=1000) == 13
-    assert warm_size(offsets, [None] * 100, lo=1, hi=1000) == 13  # unknown durations: the window
-    assert warm_size(offsets, [5 * ms] * 100, lo=1, hi=1000) == 13  # short ones hold the window
+    assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=1000, headroom=1) == 75
+    assert warm_size(offsets, None, lo=1, hi=1000, headroom=1) == 13
+    assert warm_size(offsets, [None] * 100, lo=1, hi=1000, headroom=1) == 13  # unknown durations: the window
+    assert warm_size(offsets, [5 * ms] * 100, lo=1, hi=1000, headroom=1) == 13  # short ones hold the window
+    assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=1000) == 150
     assert warm_size(offsets, [1500 * ms] * 100, lo=1, hi=60) == 60
 
 
 def test_recorded_e2e_sizes_the_warm_pool_for_long_streams(tmp_path):
     # 100 requests 20 ms apart whose production responses took 1.5 s: 75 were in flight at once,
-    # so 75 connections must be open before the first request (the arrival window gives 32).
+    # so twice that many connections are open before the first request (the arrival window: 32).
     rows = [dict(chat_row(i, i * 0.02, completion_tokens=2), e2e_ms=1500.0) for i in range(100)]
     write_recording(tmp_path / "rec", rows)
     with ServerThread() as srv:
@@ -129,7 +131,7 @@ def test_recorded_e2e_sizes_the_warm_pool_for_long_streams(tmp_path):
         first = min(a.mono_ns for a in srv.arrivals if a.method == "POST")
         before = [c for c in srv.state.connections if c < first]
     assert s["errors"] == 0
-    assert 75 + 1 <= len(before) <= 75 + 1 + 16  # + the probe, + at most one top-up of spares
+    assert 150 + 1 <= len(before) <= 150 + 1 + 16  # + the probe, + at most one top-up of spares
 
 
 def test_open_files_limit_is_raised_for_the_pool_or_the_pool_is_cut_to_fit():
