@@ -110,18 +110,42 @@ def test_demo_end_to_end(vllm_python, tmp_path):
     wait_gone(engine_pids(r.stdout), str(out), timeout=10)
 
 
+def _default_sigint() -> None:
+    # A suite started as a background job of a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: the Ctrl-C tests would test nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_demo(vllm_python, tmp_path, *extra):
     out = tmp_path / "demo"
     p = subprocess.Popen(
         [sys.executable, "-m", "shadowreplay", "demo", "--out", str(out), "--minutes", "1", "--week", "30", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=demo_env(vllm_python, tmp_path),
+        preexec_fn=_default_sigint,
     )  # fmt: skip
     return p, out
+
+
+def stop_left_over(p, pids: list[int]) -> None:
+    """After a failed check: stop the demo the way a user would (SIGTERM runs its cleanup), then
+    kill whatever is left, so that no engine outlives the test."""
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    for pid in pids:  # each engine leads its own process group
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def test_demo_ctrl_c_while_engines_start_stops_everything(vllm_python, tmp_path):
     p, out = start_demo(vllm_python, tmp_path)
     lines = []
+    pids: list[int] = []
     try:
         for line in p.stdout:
             lines.append(line)
@@ -134,7 +158,7 @@ def test_demo_ctrl_c_while_engines_start_stops_everything(vllm_python, tmp_path)
         rest, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
-            p.kill()
+            stop_left_over(p, pids)
     assert p.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert "stopping every process it started" in rest
@@ -148,7 +172,7 @@ def test_demo_failure_of_one_engine_stops_the_others(vllm_python, tmp_path):
         stdout, err = p.communicate(timeout=600)
     finally:
         if p.poll() is None:
-            p.kill()
+            stop_left_over(p, [])
     assert p.returncode == 2, err
     assert "vLLM 'remediated' exited with code" in err and "Traceback" not in err.split("exited with code")[0]
     assert "demo failed" in stdout
