@@ -46,9 +46,14 @@ def test_every_request_once_in_order_with_recorded_gaps_and_bodies(tmp_path, ser
     offsets = [0.0, 0.05, 0.06, 0.16, 0.2, 0.35, 0.36, 0.37, 0.5, 0.62]
     write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2 + i % 5) for i, t in enumerate(offsets)])
     s = run(tmp_path / "rec", server, tmp_path / "out", headers=["Authorization: Bearer shadow-key"])
-    arr = [a for a in server.arrivals if a.method == "POST"]
+    # Each request arrived exactly once. (Matched by content, not by arrival order: the server runs
+    # in this process, and on a busy machine it may accept a warm connection late, so a request
+    # written on it is read after the next one; the order of sending is checked on sent_at below.)
+    posts = [a for a in server.arrivals if a.method == "POST"]
+    by_content = {json.loads(a.body)["messages"][0]["content"]: a for a in posts}
+    assert len(posts) == len(offsets) and sorted(by_content) == sorted(f"request number {i}" for i in range(len(offsets)))
+    arr = [by_content[f"request number {i}"] for i in range(len(offsets))]
     bodies = [json.loads(a.body) for a in arr]
-    assert [b["messages"][0]["content"] for b in bodies] == [f"request number {i}" for i in range(len(offsets))]
     for i, b in enumerate(bodies):
         assert b["max_tokens"] == b["min_tokens"] == 2 + i % 5
         assert b["ignore_eos"] is True and b["stream"] is True and b["stream_options"] == {"include_usage": True}
@@ -57,6 +62,7 @@ def test_every_request_once_in_order_with_recorded_gaps_and_bodies(tmp_path, ser
         assert "api-key" not in a.headers and a.headers["x-request-tag"] == f"tag-{i}"
     rows = results(tmp_path / "out")
     assert [r["request_id"] for r in rows] == [f"r{i:05d}" for i in range(len(offsets))]
+    assert [r["request_id"] for r in sorted(rows, key=lambda r: r["sent_at"])] == [r["request_id"] for r in rows]
     # Inter-arrival gaps at the server match the recording within the measured send lags.
     # (The slack is for this shared 2-core machine: the server shares the process and the CPUs.)
     rec_gaps = [(b - a) * 1000 for a, b in zip(offsets, offsets[1:])]
