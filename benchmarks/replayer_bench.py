@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from shadowreplay.dataset import write_rows  # noqa: E402
+from replayer.runner import warm_size  # noqa: E402
 
 AZURE = REPO.parent / "shared" / "data" / "traces" / "AzureLLMInferenceTrace_code_2023.csv"
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
@@ -393,7 +394,6 @@ def run_all(args) -> None:
                     elif tool == "shadowreplay@compare":
                         r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
                     elif tool == "shadowreplay-arrival-warm":
-                        from replayer.runner import warm_size
                         n = warm_size([round(x[0] * 1e9) for x in sched], headroom=1)
                         r = run_ours(rec, tmp, sched, "timerfd", ["--warm-connections", str(n)])
                     elif tool in ablations:

@@ -380,20 +380,24 @@ class Replayer:
         return {"sent": self.sent, "total": len(self.plan), "in_flight": self.in_flight,
                 "done": self.done, "errors": self.errors, "lag_ms": self.last_lag_ms}
 
+    def _warm_size(self, ti: int) -> int:
+        """Connections to open to target ti before the start: --warm-connections, else warm_size()
+        of the target's share of the schedule, with the recorded response times."""
+        if self.cfg.warm_connections is not None:
+            return self.cfg.warm_connections
+        mine = [i for i in range(len(self.plan)) if self.plan.target_idx[i] == ti]
+        e2e = self.plan.recorded_e2e_ns
+        return warm_size([self.plan.offsets_ns[i] for i in mine], [e2e[i] for i in mine] if e2e else None)
+
     async def run(self) -> RunOutcome:
         loop = asyncio.get_running_loop()
         for ti, t in enumerate(self.plan.targets):
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
                 self.pools[ti] = Pool(t, due=self._due, idle_expiry_s=self.cfg.idle_expiry_s)
-        open_files = allow_open_files(sum(self.cfg.warm_connections or WARM_MAX for _ in self.pools))
+        sizes = {ti: self._warm_size(ti) for ti in self.pools}
+        fit = allow_open_files(sum(sizes.values()))  # descriptors for every pool together
         for ti, pool in self.pools.items():
-            n = self.cfg.warm_connections
-            if n is None:
-                mine = [i for i in range(len(self.plan)) if self.plan.target_idx[i] == ti]
-                e2e = self.plan.recorded_e2e_ns
-                n = warm_size([self.plan.offsets_ns[i] for i in mine], [e2e[i] for i in mine] if e2e else None)
-            n = max(0, min(n, open_files - sum(self.warmed.values())))
-            self.warmed[ti] = await pool.warm(n)
+            self.warmed[ti] = await pool.warm(max(0, min(sizes[ti], fit - sum(self.warmed.values()))))
         self._idle.set()
         progress = Progress(self.snapshot, force=bool(self.cfg.progress))
         if self.cfg.progress is False:
