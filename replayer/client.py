@@ -27,7 +27,11 @@ except ImportError:  # pragma: no cover - orjson is a dependency
 MAX_BODY = 4 << 20
 # An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
 _TOKEN = re.compile(rb'"(?:text|content|reasoning_content)"\s*:\s*"(?!")|"token_ids"\s*:\s*\[\s*\d')
-_USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')  # non-streamed bodies kept (for usage) up to this size
+_USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')
+# The same token test over a block of single-line events: one match per event that carries output
+# (the match runs on to the end of its line, so a second key in the same event is not counted).
+_TOKEN_LINE = re.compile(rb"(?:" + _TOKEN.pattern + rb")[^\n]*\n")
+_USAGE_OBJ = re.compile(rb'"usage"\s*:\s*\{')
 
 
 class Exchange:
@@ -62,15 +66,44 @@ class Exchange:
                 buf = buf.replace(b"\r\n", b"\n")
                 half = buf.endswith(b"\r")  # maybe the first half of a \r\n split across reads
                 buf = (buf[:-1] if half else buf).replace(b"\r", b"\n") + (b"\r" if half else b"")
-            while True:
-                cut = buf.find(b"\n\n")
-                if cut < 0:
-                    break
+            cut = buf.rfind(b"\n\n")
+            if cut < 0:
+                self._buf = buf
+                return
+            self._buf = buf[cut + 2 :]
+            if buf.find(b"\n\n") == cut:  # one event: what a token-by-token stream reads each time
                 self._event(buf[:cut], now)
-                buf = buf[cut + 2 :]
-            self._buf = buf
+            else:
+                self._events(buf[: cut + 2], now)
         elif len(self._body) < MAX_BODY:
             self._body += data
+
+    def _events(self, block: bytes, now: int) -> None:
+        """Several complete events (`block` ends with a blank line), all read at `now`. What vLLM
+        sends, one `data:` line per event, is handled in a few C-level scans of the whole block
+        (the per-event Python calls were most of the response handling when a read holds many
+        events); anything else event by event."""
+        nev = block.count(b"\n\n")
+        if (block.count(b"\n") == 2 * nev and block.startswith(b"data:")
+                and block.count(b"\n\ndata:") == nev - 1):
+            hits = len(_TOKEN_LINE.findall(block))
+            if hits:
+                self.token_ns += [now] * hits
+            if b'"usage"' in block:
+                for m in _USAGE_OBJ.finditer(block):
+                    start = block.rfind(b"\n", 0, m.start()) + 1
+                    self._usage(block[start + 5 : block.find(b"\n", m.end())].lstrip(b" "))
+            return
+        for raw in block.split(b"\n\n")[:-1]:
+            self._event(raw, now)
+
+    def _usage(self, payload: bytes) -> None:
+        try:
+            ev = _loads(payload)
+        except ValueError:
+            return
+        if isinstance(ev, dict) and isinstance(ev.get("usage"), dict):
+            self.usage = ev["usage"]
 
     def _event(self, raw: bytes, now: int) -> None:
         # Cheap byte checks first: only events that may carry usage are JSON-decoded, so the
@@ -86,12 +119,7 @@ class Exchange:
         if _TOKEN.search(payload):
             self.token_ns.append(now)
         if b'"usage"' in payload and b'"usage":null' not in payload and _USAGE_NULL.search(payload) is None:
-            try:
-                ev = _loads(payload)
-            except ValueError:
-                return
-            if isinstance(ev, dict) and isinstance(ev.get("usage"), dict):
-                self.usage = ev["usage"]
+            self._usage(payload)
 
     def finish(self, now: int, error: str | None = None) -> None:
         if self.end_ns:

@@ -73,6 +73,40 @@ def test_non_streamed_body_usage_at_finish():
     assert ex.usage == USAGE["usage"] and ex.token_ns == [] and done == [ex]
 
 
+
+# vLLM-shaped events (one data: line each) for the block-at-once path, with the cases it must get
+# right: no output, two output keys in one event, usage as an object or null, token ids.
+VLLM_EVENTS = [
+    TOKEN_1, TOKEN_2, ROLE_ONLY, USAGE,
+    {"choices": [{"index": 0, "delta": {"reasoning_content": "hm", "content": "x"}}], "usage": None},
+    {"choices": [{"index": 0, "text": "", "finish_reason": "length"}], "usage": None},
+    {"choices": [{"index": 0, "text": "a"}, {"index": 1, "text": "b"}]},
+    {"choices": [{"index": 0, "token_ids": [17, 4]}]},
+    {"choices": [{"index": 0, "text": "usage: {not json"}], "usage": None},
+    {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}},
+]
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("space", [b" ", b""])
+def test_events_read_at_once_count_as_one_by_one(seed, space):
+    """A read holding many whole events goes through a few scans of the whole block; its result
+    must be the event-by-event one (Exchange._event) for every mix."""
+    import random
+
+    rnd = random.Random(seed)
+    events = [rnd.choice(VLLM_EVENTS) for _ in range(rnd.randint(1, 12))]
+    block = stream(events, space=space)
+    whole = Exchange(0, b"", lambda ex: None)
+    whole.sse = True
+    whole.body(block, 5)
+    one_by_one = Exchange(1, b"", lambda ex: None)
+    for raw in block.split(b"\n\n")[:-1]:
+        one_by_one._event(raw, 5)
+    assert whole.token_ns == one_by_one.token_ns
+    assert whole.usage == one_by_one.usage
+
+
 # ---- HTTP/1.1 framing (HttpConnection): chunked bodies split anywhere --------------------------
 class _Pool:
     def __init__(self):
