@@ -33,13 +33,16 @@ def register(subparsers) -> None:
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
     p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between metric samples (default 1)")
+    p.add_argument("--spin-lead-ms", type=float, default=1.0, metavar="MS",
+                   help="wake this long before each send time and poll until it, so the CPU is awake at the "
+                        "instant (default 1; costs CPU time, up to MS per request; 0: sleep to the instant)")
     p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd",
                    help="how the sender waits for each send time (default timerfd; see docs/replayer.md)")
     p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.add_argument("--warm-connections", type=int, metavar="N",
                    help="keep-alive connections opened per target before the start "
-                        "(default: the schedule's peak arrivals in 250 ms, 32-512)")
+                        "(default: twice the recording's peak of requests in flight, 32-2048)")
     p.add_argument("--flush-interval", type=float, default=10.0, metavar="S",
                    help="write the results of finished requests to OUT/replay_results/ every S seconds "
                         "during the run (default 10), so a crash loses at most the last S seconds; "
@@ -77,6 +80,7 @@ def run(args) -> int:
         no_metrics=args.no_metrics,
         metrics_interval_s=args.metrics_interval,
         pacing=args.pacing,
+        spin_lead_ms=args.spin_lead_ms,
         drain_s=args.drain,
         progress=False if args.no_progress else None,
         warm_connections=args.warm_connections,

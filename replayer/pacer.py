@@ -3,14 +3,19 @@
 Every send time is `start + offset`, fixed before the replay starts; errors never accumulate.
 Three strategies (benchmarks/replayer_bench.py measures them; docs/bench/replayer.md has figures):
 
-- "sleep":   asyncio.sleep(target - now). asyncio's epoll timeout has 1 ms granularity, so a
-             wake-up is typically up to ~1 ms late.
-- "spin":    asyncio.sleep until `spin_us` before the target, then yield to the loop
-             (sleep(0), so responses are still handled) until the target. Precise, but burns
-             CPU for the spin window before every send.
 - "timerfd": an absolute timerfd (CLOCK_MONOTONIC, ns resolution) registered with the loop's
-             epoll: the loop wakes when the fd fires, with no 1 ms rounding and no spinning.
-             Linux only (os.timerfd_create on Python >= 3.13, ctypes before); elsewhere "spin".
+             epoll, armed `lead_us` before the target; the rest of the wait is polled through the
+             loop (responses are still handled) until the target. Linux only
+             (os.timerfd_create on Python >= 3.13, ctypes before); elsewhere "spin".
+- "spin":    asyncio.sleep until `lead_us` before the target, then the same polling. asyncio's
+             epoll timeout has 1 ms granularity, so the sleep may end up to ~1 ms late.
+- "sleep":   asyncio.sleep(target - now), no polling: a wake-up is typically up to ~1 ms late.
+
+Why the polled lead: a CPU that goes idle until the instant must be woken, and on a virtual
+machine that wake-up goes through the hypervisor. On the project's 2-core VM a bare timerfd
+sleeper at 1,000 wake-ups/s was 0.34-0.68 ms late at p99 and up to 4.4 ms (a spinning one:
+0.00-0.03 ms at p99). Polling the last stretch keeps the CPU awake for it; it costs CPU time,
+up to `lead_us` per send (a whole core at 1,000 requests/s with a 1 ms lead).
 """
 
 from __future__ import annotations
@@ -79,11 +84,13 @@ class Pacer:
     instant t_ns, or None when t_ns has already passed (the caller then sends at once, without
     yielding to the loop)."""
 
-    def __init__(self, strategy: str = "timerfd", spin_us: int = 1500):
+    def __init__(self, strategy: str = "timerfd", lead_us: int = 1000):
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown pacing strategy {strategy!r}")
+        if lead_us < 0:
+            raise ValueError("the polling lead must be 0 or more")
         self.strategy = strategy
-        self.spin_ns = spin_us * 1000
+        self.lead_ns = lead_us * 1000 if strategy != "sleep" else 0
         self._tfd: _TimerFd | None = None
         self._fut: asyncio.Future | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -104,25 +111,25 @@ class Pacer:
 
     async def _spin(self, t_ns: int) -> None:
         now = time.monotonic_ns()
-        if t_ns - now > self.spin_ns:
-            await asyncio.sleep((t_ns - now - self.spin_ns) / 1e9)
+        if t_ns - now > self.lead_ns:
+            await asyncio.sleep((t_ns - now - self.lead_ns) / 1e9)
         while time.monotonic_ns() < t_ns:
             await asyncio.sleep(0)
 
     async def _timerfd(self, t_ns: int) -> None:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # register once; the reader stays on for the whole replay
-            loop.add_reader(self._tfd.fd, self._fired)
-            self._loop = loop
-        fut = self._fut = loop.create_future()
-        self._tfd.arm(t_ns)
-        try:
-            await fut
-        finally:
-            self._fut = None
-        # A timerfd fires at or after its time, never early; guard against clock edge cases.
-        while time.monotonic_ns() < t_ns:
-            pass
+        if t_ns - time.monotonic_ns() > self.lead_ns:
+            if self._loop is not loop:  # register once; the reader stays on for the whole replay
+                loop.add_reader(self._tfd.fd, self._fired)
+                self._loop = loop
+            fut = self._fut = loop.create_future()
+            self._tfd.arm(t_ns - self.lead_ns)
+            try:
+                await fut
+            finally:
+                self._fut = None
+        while time.monotonic_ns() < t_ns:  # the lead, polled (and a guard against clock edge cases)
+            await asyncio.sleep(0)
 
     def _fired(self) -> None:
         self._tfd.drain()
@@ -132,8 +139,9 @@ class Pacer:
 
     def callbacks(self, loop: asyncio.AbstractEventLoop, cb) -> None:
         """Callback mode (timerfd only): `cb()` runs directly from the loop's epoll dispatch each
-        time the timer fires; re-arm with `arm(t_ns)`. Saves the task wake-up hop of
-        `wait_until`, which queues the sender behind every response callback of that iteration."""
+        time the timer fires; re-arm with `arm(t_ns)` (the caller polls the lead itself). Saves
+        the task wake-up hop of `wait_until`, which queues the sender behind every response
+        callback of that iteration."""
         def fired() -> None:
             self._tfd.drain()
             cb()

@@ -49,6 +49,7 @@ class ReplayOptions:
     no_metrics: bool = False
     metrics_interval_s: float = 1.0
     pacing: str = "timerfd"
+    spin_lead_ms: float = 1.0  # wake this long before each send and poll until it (replayer/pacer.py)
     drain_s: float = 30.0
     progress: bool | None = None
     warm_connections: int | None = None  # None: sized from the schedule's peak (runner.warm_size)
@@ -77,6 +78,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--warm-connections must be 0 or more")
     if not o.flush_interval_s >= 0:
         raise ConfigError("--flush-interval must be 0 (write at the end only) or more")
+    if not 0 <= o.spin_lead_ms <= 1000:
+        raise ConfigError("--spin-lead-ms must be between 0 and 1000")
     if o.keepalive_expiry_s is not None and not o.keepalive_expiry_s > 0:
         raise ConfigError("--keepalive-expiry must be greater than 0")
 
@@ -141,6 +144,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
         "pacing": o.pacing,
+        "spin_lead_ms": o.spin_lead_ms,
         "warm_connections": o.warm_connections,
         "gc_off": o.gc_off,
         "metrics_url": metrics_url if sampler else None,
@@ -153,6 +157,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
     write_manifest(out, manifest)
     sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan))
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
+                                   spin_lead_ns=int(o.spin_lead_ms * 1e6),
                                    drain_s=o.drain_s, progress=o.progress,
                                    warm_connections=o.warm_connections, gc_off=o.gc_off,
                                    idle_expiry_s=o.keepalive_expiry_s), sink=sink)

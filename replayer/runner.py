@@ -84,6 +84,7 @@ class RunConfig:
     gc_off: bool = True  # no cyclic-GC pauses while sending (gc.freeze + gc.disable, restored after)
     progress: bool | None = None  # None: on when stderr is a TTY
     idle_expiry_s: float | None = None  # keep-alive connections idle longer are not reused (None: no limit)
+    spin_lead_ns: int = 1_000_000  # wake this long before each send and poll the loop until it (pacer.py)
 
 
 @dataclass
@@ -294,7 +295,7 @@ class Replayer:
             self.last_lag_ms = (self.sent_ns[i] - target_ns) / 1e6
 
     async def _sender(self, start_ns: int) -> None:
-        pacer = Pacer(self.cfg.pacing)
+        pacer = Pacer(self.cfg.pacing, lead_us=self.cfg.spin_lead_ns // 1000)
         try:
             if pacer.strategy == "timerfd" and self.cfg.max_in_flight is None:
                 await self._sender_callbacks(start_ns, pacer)
@@ -313,6 +314,7 @@ class Replayer:
         nxt = 0
 
         due = self._due
+        lead = pacer.lead_ns
 
         def tick() -> None:
             nonlocal nxt
@@ -336,14 +338,17 @@ class Replayer:
             elif i == stop and start_ns + offs[i] <= now:
                 loop.call_soon(tick)  # still behind: continue after the loop reads responses
             else:
-                due.ns = start_ns + offs[i]
-                pacer.arm(due.ns)
+                t = due.ns = start_ns + offs[i]
+                if t - now <= lead:
+                    loop.call_soon(tick)  # the lead: polled through the loop, so the CPU stays awake
+                else:
+                    pacer.arm(t - lead)
 
         due.fire = tick
         pacer.callbacks(loop, tick)
         if n:
             due.ns = start_ns + offs[0]
-            pacer.arm(due.ns)
+            pacer.arm(due.ns - lead)
         else:
             done.set_result(None)
         await done

@@ -96,6 +96,7 @@ def test_bad_options(tmp_path, rec, server):
     one_line_error(cli(rec, "--target", server.url, "--out", tmp_path / "o", "--speed", "0"), "--speed")
     one_line_error(cli(rec, "--target", server.url, "--out", tmp_path / "o", "--header", "nocolon"), "--header")
     one_line_error(cli(rec, "--target", server.url, "--out", tmp_path / "o", "--route", "x > 1"), "--route")
+    one_line_error(cli(rec, "--target", server.url, "--out", tmp_path / "o", "--spin-lead-ms", "-1"), "--spin-lead-ms")
 
 
 def test_dry_run_cli(tmp_path, rec, server):

@@ -1,0 +1,72 @@
+"""The replayer's pacer (replayer/pacer.py): never early, and the polled lead before each instant."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from replayer.pacer import STRATEGIES, Pacer
+
+
+async def _wait(pacer: Pacer, after_ns: int) -> tuple[int, int]:
+    """Waits for now + after_ns; returns (target, the instant the wait ended)."""
+    t = time.monotonic_ns() + after_ns
+    w = pacer.wait_until(t)
+    if w is not None:
+        await w
+    return t, time.monotonic_ns()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("lead_us", [0, 5_000])
+def test_wait_ends_at_or_after_the_instant(strategy, lead_us):
+    async def main():
+        pacer = Pacer(strategy, lead_us=lead_us)
+        try:
+            return [await _wait(pacer, 20_000_000) for _ in range(3)]
+        finally:
+            pacer.close()
+
+    for target, ended in asyncio.run(main()):
+        assert ended >= target
+
+
+def test_a_passed_instant_needs_no_wait():
+    pacer = Pacer("timerfd")
+    try:
+        assert pacer.wait_until(time.monotonic_ns() - 1) is None
+    finally:
+        pacer.close()
+
+
+def test_the_lead_is_polled_and_the_loop_keeps_running():
+    """With a lead the CPU stays busy (polling) for the last stretch, and callbacks still run in
+    it; without one the wait costs next to no CPU time."""
+
+    async def main(lead_us: int):
+        pacer = Pacer("timerfd", lead_us=lead_us)
+        loop = asyncio.get_running_loop()
+        ran_at: list[int] = []
+        loop.call_later(0.100, lambda: ran_at.append(time.monotonic_ns()))  # inside the lead
+        cpu0 = time.thread_time_ns()
+        try:
+            target, ended = await _wait(pacer, 120_000_000)
+        finally:
+            pacer.close()
+        return target, ended, time.thread_time_ns() - cpu0, ran_at
+
+    target, ended, cpu_lead, ran_at = asyncio.run(main(60_000))
+    assert ended >= target
+    assert ran_at and ran_at[0] < target  # the loop was not blocked while polling
+    _, _, cpu_sleep, _ = asyncio.run(main(0))
+    assert cpu_lead > cpu_sleep + 15_000_000, (cpu_lead, cpu_sleep)  # about 60 ms of polling against ~0
+
+
+def test_bad_pacer_settings():
+    with pytest.raises(ValueError):
+        Pacer("timerfd", lead_us=-1)
+    with pytest.raises(ValueError):
+        Pacer("nap")
+    assert Pacer("sleep", lead_us=1000).lead_ns == 0  # plain sleep: no polling
