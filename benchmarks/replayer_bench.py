@@ -17,12 +17,15 @@ Usage:
   .venv/bin/python benchmarks/replayer_bench.py [--runs 3] [--azure-requests 3000]
                                                 [--steady-seconds 5] [--strategies]
                                                 [--flush-intervals 1,10] [--compare-repo DIR] [--pin [--isolate]]
+                                                [--floor] [--no-lead] [--arrival-warm] [--no-vllm]
 
 --flush-intervals runs shadowreplay once per interval (results written during the run every S
 seconds); --compare-repo DIR also runs the shadowreplay of another checkout (e.g. an older commit:
 `git worktree add /tmp/rep-before <commit>`) in the same rounds, interleaved with this one.
 --pin puts the server on the last CPU and the tools on the others; --isolate also moves the
 kernel threads that may move (DAMON's kdamond here) onto the server's CPU for the run.
+--floor adds two senders that send nothing (one spins, one sleeps on a timerfd until each instant):
+what the machine alone costs. --no-lead also runs shadowreplay with --spin-lead-ms 0.
 """
 
 from __future__ import annotations
@@ -240,11 +243,34 @@ print(json.dumps(lags))
 """
 
 
-def run_floor(tmp: Path, sched) -> dict:
+# The same with a sender that sleeps on a timerfd until each instant (nothing else to do): its lag
+# is what waking an idle CPU costs at that minute (on a VM, the hypervisor's wake-up).
+FLOOR_SLEEPING = r"""
+import json, select, sys, time
+from replayer.pacer import _TimerFd
+offs = json.load(open(sys.argv[1]))
+tfd = _TimerFd()
+ep = select.epoll()
+ep.register(tfd.fd, select.EPOLLIN)
+clock = time.monotonic_ns
+start = clock() + 200_000_000
+lags = []
+for off in offs:
+    t = start + off
+    if clock() < t:
+        tfd.arm(t)
+        ep.poll()
+        tfd.drain()
+    lags.append((clock() - t) / 1e6)
+print(json.dumps(lags))
+"""
+
+
+def run_floor(tmp: Path, sched, code: str = FLOOR) -> dict:
     offs_file = tmp / f"offsets-{time.monotonic_ns()}.json"
     offs_file.write_text(json.dumps([round(s[0] * 1e9) for s in sched]))
-    p = subprocess.run([sys.executable, "-c", FLOOR, str(offs_file)], capture_output=True, text=True, timeout=600,
-                       preexec_fn=pinned("client"))
+    p = subprocess.run([sys.executable, "-c", code, str(offs_file)], capture_output=True, text=True, timeout=600,
+                       cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=pinned("client"))
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}"}
     lags = json.loads(p.stdout)
@@ -321,7 +347,10 @@ def main() -> None:
     ap.add_argument("--pin", action="store_true",
                     help="pin the server to the last CPU and the tools to the others (as on separate hosts)")
     ap.add_argument("--floor", action="store_true",
-                    help="also run the timing floor: a sender that sends nothing and spins until each scheduled instant")
+                    help="also run the timing floors: a sender that sends nothing and spins until each scheduled "
+                         "instant, and one that sleeps on a timerfd until it")
+    ap.add_argument("--no-lead", action="store_true",
+                    help="also run shadowreplay with --spin-lead-ms 0 (sleeping until each send, as before 2026-11-30)")
     ap.add_argument("--isolate", action="store_true",
                     help="with --pin: also move the kernel threads that may move to the server's CPU during the "
                          "run (needs root; restored at the end)")
@@ -355,7 +384,8 @@ def run_all(args) -> None:
         f"steady{int(args.steady_rate)}": steady_schedule(args.steady_rate, args.steady_seconds),
     }
     tools = ["shadowreplay"] + (["shadowreplay-spin", "shadowreplay-sleep"] if args.strategies else [])
-    tools += ["floor"] if args.floor else []
+    tools += ["shadowreplay-no-lead"] if args.no_lead else []
+    tools += ["floor", "floor-sleeping"] if args.floor else []
     # A cap that never binds selects the task-based sender (the callback sender needs no cap).
     task = ["--max-in-flight", "1000000"]
     ablations = {"shadowreplay-task-sender": task,
@@ -391,6 +421,10 @@ def run_all(args) -> None:
                         r = run_vllm(trace, tmp, sched, tokenizer)
                     elif tool == "floor":
                         r = run_floor(tmp, sched)
+                    elif tool == "floor-sleeping":
+                        r = run_floor(tmp, sched, FLOOR_SLEEPING)
+                    elif tool == "shadowreplay-no-lead":
+                        r = run_ours(rec, tmp, sched, "timerfd", ["--spin-lead-ms", "0"])
                     elif tool == "shadowreplay@compare":
                         r = run_ours(rec, tmp, sched, "timerfd", repo=args.compare_repo.resolve())
                     elif tool == "shadowreplay-arrival-warm":
