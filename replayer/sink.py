@@ -3,10 +3,11 @@
 When requests are done (finished, failed, timed out, given up at the end) the runner hands their
 rows to `ResultSink.add` as compact tuples (rows.py), a few dozen at a time in the gaps of the
 schedule (runner._rows_tick, every 0.2 s); `add` marshals them in one call (tens of µs) into a
-non-blocking pipe. The writer
-process (`python -m replayer.results_proc`, niced) builds Arrow tables and writes zstd Parquet
-files every `flush_interval_s`: no Arrow, compression or disk I/O runs in the sending process
-while it sends, so pacing is not disturbed (docs/bench/replayer.md measures it).
+non-blocking pipe. The writer process (`python -m replayer.results_proc`, SCHED_IDLE) builds
+Arrow tables and writes zstd Parquet files every `flush_interval_s`: no Arrow, compression or
+disk I/O runs in the sending process while it sends, so pacing is not disturbed
+(docs/bench/replayer.md measures it). While it writes a file, `flushing` is true: the sender then
+sleeps between sends instead of polling (runner._sender_callbacks), so the write gets the gaps.
 
 What a crash loses: SIGKILL/OOM of the replay alone loses the rows not handed over yet (those of
 the last 0.2 s, more while the sender is behind schedule and handing over waits for a gap)
@@ -22,12 +23,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import marshal
 import subprocess
 import sys
 from pathlib import Path
 
-from .results_proc import HEADER, encode
+from .results_proc import encode, encode_rows
 from .rows import Row
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class ResultSink:
         self._closing = False
         self._done = False  # the writer process said it wrote everything it was handed
         self._ended: asyncio.Event | None = None
+        self.flushing = False  # the writer process is writing a file (the sender then sleeps, not polls)
 
     # ---- set-up ---------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -125,18 +126,22 @@ class ResultSink:
         if not self._alive:
             return
         try:
-            data = marshal.dumps(("rows", rows))
+            data = encode_rows(rows)
         except ValueError:  # a value marshal cannot carry (not JSON-like): all written at the end instead
             log.warning("replay: a result row could not be handed to the writer process; results are written at the end")
             self._alive = False
             return
-        self._wt.write(HEADER.pack(len(data)) + data)
+        self._wt.write(data)
 
     def _line(self, line: str) -> None:
         if line == "R":
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(True)
             return
+        if line == "F":
+            self.flushing = True
+            return
+        self.flushing = False
         try:
             msg = json.loads(line)
         except ValueError:
@@ -157,6 +162,7 @@ class ResultSink:
             log.warning("replay: the result writer process exited during the run; "
                         "the rows it had not written are written at the end")
         self._alive = False
+        self.flushing = False
         if self._ready is not None and not self._ready.done():
             self._ready.set_result(False)
 

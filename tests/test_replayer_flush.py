@@ -230,3 +230,51 @@ def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp
     assert_complete(rows, selection)
     assert {r["request_id"] for r in rows} == selection
     assert json.loads((out / "manifest.json").read_text())["rows_flushed"] == 30
+
+
+def test_the_writer_takes_row_batches_in_without_decoding_them(capsys):
+    """Taking rows in must cost the writer next to nothing (the sender may be polling, and the
+    scheduler then gives the writer whole ticks): batches are decoded when a file is written."""
+    from replayer.results_proc import Child, encode, encode_rows
+
+    child = Child()
+    child.feed(encode(("config", {"out": "/nonexistent", "run_id": "r", "flush_interval_s": 1.0, "manifest": "{}"})))
+    data = encode_rows([(0, 1, 2, 3, 200, None, [2], {"completion_tokens": 1}, 0)]) + encode_rows([])
+    child.feed(data[:7])  # frames split anywhere
+    child.feed(data[7:])
+    assert len(child.batches) == 2 and child.pending == [] and child.buf == bytearray()
+    assert child.config["run_id"] == "r"
+    assert capsys.readouterr().out == ""  # no write (and no "F") before the plan and the start are known
+
+
+def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeypatch):
+    """With a polling lead the timer is armed that long before each send; while the writer
+    process says it is writing a file, to the instant itself (the writer gets the gaps)."""
+    import time
+
+    from replayer import pacer, sink
+
+    offsets = [0.05 * i for i in range(6)]
+    write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
+    armed: list[int] = []
+    real_arm = pacer.Pacer.arm
+    monkeypatch.setattr(pacer.Pacer, "arm", lambda self, t: (armed.append(t), real_arm(self, t))[1])
+
+    def lead_before_send(out: Path) -> list[float]:
+        wall_minus_mono = time.time_ns() - time.monotonic_ns()
+        sched = sorted(r[0] for r in duckdb.sql(
+            f"SELECT epoch_ns(scheduled_at) FROM read_parquet('{out}/replay_results/**/*.parquet')").fetchall())
+        return [(s - (a + wall_minus_mono)) / 1e6 for s, a in zip(sched, armed)]
+
+    with ServerThread() as srv:
+        replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "polling"),
+                             no_metrics=True, progress=False, spin_lead_ms=20), echo=lambda s: None)
+        polling = lead_before_send(tmp_path / "polling")
+        armed.clear()
+        monkeypatch.setattr(sink.ResultSink, "flushing", property(lambda self: True, lambda self, v: None), raising=False)
+        replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "writing"),
+                             no_metrics=True, progress=False, spin_lead_ms=20), echo=lambda s: None)
+        writing = lead_before_send(tmp_path / "writing")
+    assert len(polling) == len(writing) == len(offsets)
+    assert all(19 < x < 21 for x in polling), polling  # armed 20 ms early (to within the clocks' offset)
+    assert all(-1 < x < 1 for x in writing), writing
