@@ -16,9 +16,10 @@ much then.)
 Before a write it prints "F" on stdout (the sender then sleeps between sends instead of polling,
 so that the write runs in those gaps and not in stolen ticks); after it, it rewrites
 OUT/manifest.json with `rows_flushed` and `flushed_at` and prints one JSON line: {"rows": total
-rows written, "files": [paths]}. It answers "R" on stdout once configured. End of input (the replay closed the pipe, or was killed) means: write what it has,
-print {"done": total}, exit 0. SIGINT and SIGTERM are ignored so that Ctrl-C on the terminal's
-process group cannot cut the last write short; the replay closes the pipe when it is done.
+rows written, "files": [paths]}. It answers "R" on stdout once configured. End of input (the
+replay closed the pipe, or was killed) means: write what it has, print {"done": total}, exit 0.
+SIGINT and SIGTERM are ignored so that Ctrl-C on the terminal's process group cannot cut the last
+write short; the replay closes the pipe when it is done.
 """
 
 from __future__ import annotations
