@@ -100,30 +100,32 @@ class Pacer:
             except (OSError, AttributeError):
                 self.strategy = "spin"
 
-    def wait_until(self, t_ns: int):
+    def wait_until(self, t_ns: int, poll: bool = True):
+        """`poll=False`: no polled lead for this wait (sleep to the instant)."""
         if time.monotonic_ns() >= t_ns:
             return None
+        lead = self.lead_ns if poll else 0
         if self.strategy == "timerfd":
-            return self._timerfd(t_ns)
+            return self._timerfd(t_ns, lead)
         if self.strategy == "spin":
-            return self._spin(t_ns)
+            return self._spin(t_ns, lead)
         return asyncio.sleep((t_ns - time.monotonic_ns()) / 1e9)
 
-    async def _spin(self, t_ns: int) -> None:
+    async def _spin(self, t_ns: int, lead: int) -> None:
         now = time.monotonic_ns()
-        if t_ns - now > self.lead_ns:
-            await asyncio.sleep((t_ns - now - self.lead_ns) / 1e9)
+        if t_ns - now > lead:
+            await asyncio.sleep((t_ns - now - lead) / 1e9)
         while time.monotonic_ns() < t_ns:
             await asyncio.sleep(0)
 
-    async def _timerfd(self, t_ns: int) -> None:
+    async def _timerfd(self, t_ns: int, lead: int) -> None:
         loop = asyncio.get_running_loop()
-        if t_ns - time.monotonic_ns() > self.lead_ns:
+        if t_ns - time.monotonic_ns() > lead:
             if self._loop is not loop:  # register once; the reader stays on for the whole replay
                 loop.add_reader(self._tfd.fd, self._fired)
                 self._loop = loop
             fut = self._fut = loop.create_future()
-            self._tfd.arm(t_ns - self.lead_ns)
+            self._tfd.arm(t_ns - lead)
             try:
                 await fut
             finally:

@@ -366,9 +366,10 @@ class Replayer:
         cap = self.cfg.max_in_flight
         offs = plan.offsets_ns
         burst = 0
+        sink = self.sink if hasattr(self.sink, "flushing") else None
         for i in range(len(plan)):
             target_ns = start_ns + offs[i]
-            w = pacer.wait_until(target_ns)
+            w = pacer.wait_until(target_ns, poll=sink is None or not sink.flushing)  # as _sender_callbacks
             if w is not None:
                 await w
                 burst = 0

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from replayer.replay import ReplayOptions, replay
 from replayer.results import percentile
@@ -247,18 +248,19 @@ def test_the_writer_takes_row_batches_in_without_decoding_them(capsys):
     assert capsys.readouterr().out == ""  # no write (and no "F") before the plan and the start are known
 
 
-def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("max_in_flight", [None, 1000])  # the callback sender, the task sender
+def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeypatch, max_in_flight):
     """With a polling lead the timer is armed that long before each send; while the writer
     process says it is writing a file, to the instant itself (the writer gets the gaps)."""
     import time
 
     from replayer import pacer, sink
 
-    offsets = [0.05 * i for i in range(6)]
+    offsets = [0.1 * i for i in range(6)]  # gaps far above any stall, so every wake-up is a timer
     write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
     armed: list[int] = []
-    real_arm = pacer.Pacer.arm
-    monkeypatch.setattr(pacer.Pacer, "arm", lambda self, t: (armed.append(t), real_arm(self, t))[1])
+    real_arm = pacer._TimerFd.arm
+    monkeypatch.setattr(pacer._TimerFd, "arm", lambda self, t: (armed.append(t), real_arm(self, t))[1])
 
     def lead_before_send(out: Path) -> list[float]:
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
@@ -268,12 +270,14 @@ def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeyp
 
     with ServerThread() as srv:
         replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "polling"),
-                             no_metrics=True, progress=False, spin_lead_ms=20), echo=lambda s: None)
+                             no_metrics=True, progress=False, spin_lead_ms=20, max_in_flight=max_in_flight),
+               echo=lambda s: None)
         polling = lead_before_send(tmp_path / "polling")
         armed.clear()
         monkeypatch.setattr(sink.ResultSink, "flushing", property(lambda self: True, lambda self, v: None), raising=False)
         replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "writing"),
-                             no_metrics=True, progress=False, spin_lead_ms=20), echo=lambda s: None)
+                             no_metrics=True, progress=False, spin_lead_ms=20, max_in_flight=max_in_flight),
+               echo=lambda s: None)
         writing = lead_before_send(tmp_path / "writing")
     assert len(polling) == len(writing) == len(offsets)
     assert all(19 < x < 21 for x in polling), polling  # armed 20 ms early (to within the clocks' offset)

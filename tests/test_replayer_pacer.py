@@ -70,3 +70,24 @@ def test_bad_pacer_settings():
     with pytest.raises(ValueError):
         Pacer("nap")
     assert Pacer("sleep", lead_us=1000).lead_ns == 0  # plain sleep: no polling
+
+
+def test_a_wait_without_polling_sleeps_through_the_lead():
+    async def main(poll: bool):
+        pacer = Pacer("timerfd", lead_us=60_000)
+        cpu0 = time.thread_time_ns()
+        try:
+            target, ended = await _wait_poll(pacer, 100_000_000, poll)
+        finally:
+            pacer.close()
+        return target, ended, time.thread_time_ns() - cpu0
+
+    async def _wait_poll(pacer, after_ns, poll):
+        t = time.monotonic_ns() + after_ns
+        await pacer.wait_until(t, poll=poll)
+        return t, time.monotonic_ns()
+
+    t1, e1, cpu_sleeping = asyncio.run(main(False))
+    t2, e2, cpu_polling = asyncio.run(main(True))
+    assert e1 >= t1 and e2 >= t2
+    assert cpu_polling > cpu_sleeping + 15_000_000, (cpu_polling, cpu_sleeping)
