@@ -24,7 +24,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency
     _loads = json.loads
 
-MAX_BODY = 4 << 20
+MAX_BODY = 4 << 20  # non-streamed bodies kept (for usage) up to this size
 # An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
 _TOKEN = re.compile(rb'"(?:text|content|reasoning_content)"\s*:\s*"(?!")|"token_ids"\s*:\s*\[\s*\d')
 _USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')

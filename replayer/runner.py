@@ -110,7 +110,8 @@ class Replayer:
     def __init__(self, plan: Plan, cfg: RunConfig, sink=None):
         """`sink`: gets `started(start_mono_ns, wall_minus_mono_ns)` before the first send, then
         `add(rows)` (lists of rows.Row): one row per request that was sent or failed, after it is
-        done, each exactly once."""
+        done, each exactly once. Its `flushing` is read before each wait for a send: while it is
+        true the sender sleeps to the instant instead of polling the lead."""
         self.plan = plan
         self.cfg = cfg
         self.sink = sink
@@ -315,7 +316,7 @@ class Replayer:
 
         due = self._due
         lead = pacer.lead_ns
-        sink = self.sink if hasattr(self.sink, "flushing") else None
+        sink = self.sink
 
         def wake_for(t: int, now: int) -> None:
             if sink is not None and sink.flushing:
@@ -366,7 +367,7 @@ class Replayer:
         cap = self.cfg.max_in_flight
         offs = plan.offsets_ns
         burst = 0
-        sink = self.sink if hasattr(self.sink, "flushing") else None
+        sink = self.sink
         for i in range(len(plan)):
             target_ns = start_ns + offs[i]
             w = pacer.wait_until(target_ns, poll=sink is None or not sink.flushing)  # as _sender_callbacks

@@ -10,10 +10,10 @@ import pytest
 from replayer.pacer import STRATEGIES, Pacer
 
 
-async def _wait(pacer: Pacer, after_ns: int) -> tuple[int, int]:
+async def _wait(pacer: Pacer, after_ns: int, poll: bool = True) -> tuple[int, int]:
     """Waits for now + after_ns; returns (target, the instant the wait ended)."""
     t = time.monotonic_ns() + after_ns
-    w = pacer.wait_until(t)
+    w = pacer.wait_until(t, poll=poll)
     if w is not None:
         await w
     return t, time.monotonic_ns()
@@ -77,15 +77,10 @@ def test_a_wait_without_polling_sleeps_through_the_lead():
         pacer = Pacer("timerfd", lead_us=60_000)
         cpu0 = time.thread_time_ns()
         try:
-            target, ended = await _wait_poll(pacer, 100_000_000, poll)
+            target, ended = await _wait(pacer, 100_000_000, poll)
         finally:
             pacer.close()
         return target, ended, time.thread_time_ns() - cpu0
-
-    async def _wait_poll(pacer, after_ns, poll):
-        t = time.monotonic_ns() + after_ns
-        await pacer.wait_until(t, poll=poll)
-        return t, time.monotonic_ns()
 
     t1, e1, cpu_sleeping = asyncio.run(main(False))
     t2, e2, cpu_polling = asyncio.run(main(True))
