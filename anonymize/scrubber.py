@@ -131,6 +131,11 @@ class Scrubber:
             cred = cred[7:].strip()
         return "c_" + self.keyed_hash("client\0" + cred)
 
+    def substitute(self, kind: str, value: str) -> str:
+        """The keyed substitute of one detected value of category `kind` (`detectors.KINDS`):
+        what scrubbing puts in its place wherever it is detected."""
+        return self._subs.substitute(kind, value)
+
     # ------------------------------------------------------------ text
     def scrub_text(self, text: str) -> Scrubbed:
         if not text:

@@ -25,6 +25,7 @@ _DATE0 = _dt.date(1950, 1, 1).toordinal()
 _DATE1 = _dt.date(2005, 12, 31).toordinal()
 _SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
                     "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-")
+_REDRAWS = 16  # redraws before giving up on a value that has nothing to change (no letter, no digit)
 _NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN}
 
 
@@ -107,9 +108,15 @@ class Substituter:
             return hit
         norm = normalize(kind, orig)
         rng = self.rng(kind, norm)
-        new = self._by_kind[kind](orig, norm, rng)
-        if new == orig:  # vanishingly rare; never hand back the original
-            new = fill(orig, rng)
+        draw = self._by_kind[kind]
+        new = draw(orig, norm, rng)
+        # Never hand back the original (a common name drawn onto itself, a phone whose random
+        # digits came out the same): redraw from the same keyed stream, so the result stays
+        # deterministic; equal means equal after normalization and case folding.
+        for attempt in range(_REDRAWS):
+            if normalize(kind, new).casefold() != norm.casefold():
+                break
+            new = draw(orig, norm, rng) if attempt < _REDRAWS // 2 else fill(orig, rng)
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
         self._cache[ck] = new

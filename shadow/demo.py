@@ -37,7 +37,7 @@ from typing import Any
 from shadowreplay.errors import ConfigError, ShadowReplayError, TargetError
 
 from .engine import EngineConfig, VllmServer, log_tail
-from .pii_check import scan_dataset, scan_text_files
+from .pii_check import LeakChecker
 from .procs import ProcessSet, interrupts_as_keyboard_interrupt, no_interrupts
 from .tiny_model import MODEL_NAME, build_tiny_model
 from .calibrate import measure, rates
@@ -94,7 +94,7 @@ class Demo:
         self.vllm_python = vllm_python
         self.summary: dict[str, Any] = {"started_at": now_iso(), "out": str(cfg.out)}
         self.key_dir: Path | None = None
-        self.planted: set[str] = set()
+        self.leaks: LeakChecker | None = None
         self.min_requests = 10
 
     # ------------------------------------------------------------------ output
@@ -248,7 +248,10 @@ class Demo:
             self.say(f"    e.g. {e}")
         if res.ok == 0:
             raise TargetError("no request went through the recorder; see logs/recorder.log")
-        self.planted = res.planted
+        from anonymize import Scrubber
+
+        scrubber = Scrubber(key_file.read_bytes().strip())
+        self.leaks = LeakChecker(res.planted, scrubber.substitute)
         self.summary["traffic"] = {"sent": res.sent, "long": res.long_sent, "ok": res.ok, "failed": res.failed, "planted_pii": len(res.planted)}
 
         # ---------------------------------------------------------------- 3
@@ -257,8 +260,8 @@ class Demo:
         if recorder.returncode not in (0, None):
             raise ShadowReplayError(f"the recorder exited with status {recorder.returncode}:\n{log_tail(self.logs / 'recorder.log')}")
 
-        scan = scan_dataset(rec_dir, res.planted)
-        text_hits = scan_text_files(self.out, res.planted)
+        scan = self.leaks.scan_dataset(rec_dir)
+        text_hits = self.leaks.scan_text_files(self.out)
         self.say(
             f"  recording: {scan.request_rows} requests and {scan.rows - scan.request_rows} engine-metric samples in "
             f"{scan.files} Parquet files; every column of every file scanned"
@@ -275,9 +278,6 @@ class Demo:
 
         # ---------------------------------------------------------------- 4
         self.step(4, "find the periodic anomaly: shadowreplay analyze anomalies")
-        from anonymize import Scrubber
-
-        scrubber = Scrubber(key_file.read_bytes().strip())
         names = {scrubber.client_id(k): n for n, k in CLIENT_KEYS.items()} | {scrubber.client_id(BATCH_KEY): BATCH_CLIENT}
         batch_id = scrubber.client_id(BATCH_KEY)
         period, bucket = f"{cfg.week_s:g}s", f"{cfg.bucket_s:g}s"
@@ -342,7 +342,7 @@ class Demo:
             )  # fmt: skip
         self.say(f"  {rel(report, self.out)} (recording), report-baseline.html, report-remediated.html (replays)")
         self.summary["report"] = str(report)
-        hits = scan_text_files(self.out, self.planted)
+        hits = self.leaks.scan_text_files(self.out) + self.leaks.scan_dataset(self.out).leaks
         if hits:
             raise ShadowReplayError(f"planted PII found in the output: {hits[0]}")
         self.say(f"  final check: no planted PII in any file under {self.out.name}/")

@@ -1,15 +1,58 @@
-"""Checks that planted PII strings appear nowhere in a dataset (every column of every Parquet
-file, nested values included) nor in any other file of a folder (logs, reports). Used by the
-demo after recording; the planted strings only ever live in memory."""
+"""The leak check: planted PII must not survive anywhere on disk.
+
+The demo and the tests plant known values (names, e-mails, phones) in the requests they send and
+keep them in memory only. After recording, every column of every Parquet file (nested values
+included) and every other file of a folder (logs, reports) is searched for them.
+
+A planted value can legitimately appear on disk: substitutes are realistic, so the keyed
+substitute of one request's name can be a name planted in another request. The check is exact
+about that:
+
+- a planted value found in the row of the request it was planted in is a leak, always;
+- found anywhere else (another row, a row whose request is unknown, a text file), it is a leak
+  unless it is also a substitute the scrubber produces for some planted value of that kind.
+
+A value is found where it stands as a whole word: "Ann Lee" inside the substitute "Joann Leeds"
+is not Ann Lee. Rows are matched to requests by the `x-request-id` request header
+(`REQUEST_ID_HEADER`), which the senders set and the recorder keeps in `request_headers`."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+REQUEST_ID_HEADER = "x-request-id"
+
+
+@dataclass(frozen=True)
+class Planted:
+    """One value planted in one request: `kind` is the scrubber's category (`person`, `email`,
+    `phone`, ...), so the check can tell the substitutes the scrubber makes for it."""
+
+    request: str
+    kind: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Leak:
+    value: str
+    file: str
+    column: str | None = None  # None for a non-Parquet file
+    request: str | None = None  # the row's request (None: not known, or a text file)
+    own_row: bool = False  # found in the row of the request it was planted in
+
+    def __str__(self) -> str:
+        where = self.file if self.column is None else f"{self.file}: column {self.column}"
+        row = "" if self.column is None else (f", row of request {self.request}" if self.request else ", a row of no known request")
+        why = " (the request it was planted in)" if self.own_row else ""
+        return f"{where}{row}{why} holds planted value {self.value!r}"
 
 
 @dataclass
@@ -18,59 +61,126 @@ class ScanResult:
     rows: int = 0
     request_rows: int = 0  # rows of the requests table
     columns: int = 0
-    leaks: list[str] = field(default_factory=list)  # "FILE: column COL holds a planted value"
+    leaks: list[Leak] = field(default_factory=list)
     pii_counts: dict[str, int] = field(default_factory=dict)  # the scrubber's own counts
 
 
-def _column_text(values: list) -> str:
-    return json.dumps(values, ensure_ascii=False, default=lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)).lower()
+class LeakChecker:
+    """Planted values and the substitutes the scrubber makes for them. `substitute(kind, value)`
+    is the scrubber's keyed substitute (`Scrubber.substitute`); with it the check knows which
+    planted values may appear as another value's substitute."""
+
+    def __init__(self, planted: Iterable[Planted], substitute: Callable[[str, str], str]):
+        self.planted = list(planted)
+        self._by_request: dict[str, set[str]] = {}
+        for p in self.planted:
+            if p.value:
+                self._by_request.setdefault(p.request, set()).add(p.value.lower())
+        self._needles = sorted({p.value.lower() for p in self.planted if p.value})
+        self._substitutes = {substitute(p.kind, p.value).lower() for p in self.planted if p.value}
+
+    def is_leak(self, value_lower: str, request: str | None) -> tuple[bool, bool]:
+        """(leak, own_row) for a planted value found in the row of `request` (None: elsewhere)."""
+        own = request is not None and value_lower in self._by_request.get(request, ())
+        return own or value_lower not in self._substitutes, own
+
+    def _scan(self, text: str, file: str, column: str | None, request: str | None) -> list[Leak]:
+        out = []
+        for needle in self._needles:
+            if needle in text and find_word(needle, text):
+                leak, own = self.is_leak(needle, request)
+                if leak:
+                    out.append(Leak(needle, file, column, request, own))
+        return out
+
+    def scan_dataset(self, root: str | Path) -> ScanResult:
+        """Every Parquet file under root, every column (strings, lists, maps, binary payloads),
+        row by row, each row judged against its own request."""
+        root = Path(root)
+        res = ScanResult()
+        counts: Counter[str] = Counter()
+        for f in sorted(root.rglob("*.parquet")):
+            table = pq.read_table(f)
+            res.files += 1
+            res.rows += table.num_rows
+            if "requests" in f.relative_to(root).parts:
+                res.request_rows += table.num_rows
+            requests = _row_requests(table)
+            for name in table.column_names:
+                res.columns += 1
+                values = table.column(name).to_pylist()
+                if name == "pii_counts":
+                    for m in values:
+                        for k, v in m or []:
+                            counts[k] += v or 0
+                whole = _strings(values)
+                if not any(n in whole for n in self._needles):
+                    continue  # the common case: the column as a whole holds no planted value
+                for req, v in zip(requests, values):
+                    res.leaks += self._scan(_strings(v), str(f), name, req)
+        res.pii_counts = dict(counts)
+        return res
+
+    def scan_text_files(self, root: str | Path, max_bytes: int = 64 << 20) -> list[Leak]:
+        """Every non-Parquet file under root (logs, JSON, HTML, text), read as text."""
+        out: list[Leak] = []
+        for f in sorted(Path(root).rglob("*")):
+            if not f.is_file() or f.suffix == ".parquet":
+                continue
+            try:
+                text = f.read_bytes()[:max_bytes].decode("utf-8", "replace").lower()
+            except OSError:
+                continue
+            out += self._scan(text, str(f), None, None)
+        return out
 
 
-def find_planted(text: str, planted_lower: list[str]) -> str | None:
-    for p in planted_lower:
-        if p in text:
-            return p
-    return None
+# What may stand right before a value found in a text file that is itself JSON: an escape
+# (\n, \t, ..., \u00e9) ends in a letter or digit but is not part of the word.
+_ESCAPE_BEFORE = re.compile(r"\\(?:[nrtbf]|u[0-9a-f]{4})$")
 
 
-def scan_dataset(root: str | Path, planted: set[str]) -> ScanResult:
-    """Every Parquet file under root, every column (strings, lists, maps, binary payloads)."""
-    root = Path(root)
-    res = ScanResult()
-    needles = sorted({p.lower() for p in planted if p})
-    counts: Counter[str] = Counter()
-    for f in sorted(Path(root).rglob("*.parquet")):
-        table = pq.read_table(f)
-        res.files += 1
-        res.rows += table.num_rows
-        if "requests" in f.relative_to(root).parts:
-            res.request_rows += table.num_rows
-        for name in table.column_names:
-            col = table.column(name)
-            values = col.to_pylist()
-            res.columns += 1
-            hit = find_planted(_column_text(values), needles)
-            if hit is not None:
-                res.leaks.append(f"{f}: column {name} holds a planted value")
-            if name == "pii_counts":
-                for m in values:
-                    for k, v in (m or []):
-                        counts[k] += v or 0
-    res.pii_counts = dict(counts)
-    return res
+def find_word(needle: str, text: str) -> bool:
+    """`needle` occurs in `text` with no letter or digit right before or after it."""
+    i = text.find(needle)
+    while i >= 0:
+        j = i + len(needle)
+        before_ok = i == 0 or not text[i - 1].isalnum() or _ESCAPE_BEFORE.search(text, max(0, i - 6), i) is not None
+        if before_ok and (j == len(text) or not text[j].isalnum()):
+            return True
+        i = text.find(needle, i + 1)
+    return False
 
 
-def scan_text_files(root: str | Path, planted: set[str], max_bytes: int = 64 << 20) -> list[str]:
-    """Every non-Parquet file under root (logs, JSON, HTML, text), read as text."""
-    needles = sorted({p.lower() for p in planted if p})
-    hits = []
-    for f in sorted(Path(root).rglob("*")):
-        if not f.is_file() or f.suffix == ".parquet":
-            continue
+def _strings(value) -> str:
+    """Every string (and decoded binary) inside a cell, lower-cased, NUL-separated."""
+    out: list[str] = []
+
+    def walk(v) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, (bytes, bytearray)):
+            out.append(bytes(v).decode("utf-8", "replace"))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    return "\0".join(out).lower()
+
+
+def _row_requests(table) -> list[str | None]:
+    """Each row's request, from the `x-request-id` the sender set (None where there is none)."""
+    if "request_headers" not in table.column_names:
+        return [None] * table.num_rows
+    out: list[str | None] = []
+    for h in table.column("request_headers").to_pylist():
         try:
-            text = f.read_bytes()[:max_bytes].decode("utf-8", "replace").lower()
-        except OSError:
-            continue
-        if find_planted(text, needles) is not None:
-            hits.append(f"{f} holds a planted value")
-    return hits
+            out.append(json.loads(h).get(REQUEST_ID_HEADER) if h else None)
+        except (ValueError, AttributeError):
+            out.append(None)
+    return out

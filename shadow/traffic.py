@@ -3,8 +3,8 @@ several clients (API keys) sharing one agent system prompt, plus a scheduled bat
 in one fixed slot of every period (a compressed "week"), sends prompts about 4x the usual length.
 
 Every chat carries planted PII (names after "my name is", emails, phone numbers); the planted
-strings are returned in memory only, so the caller can check the recording holds none of them.
-Nothing here writes to disk.
+values are returned in memory only, each with its request's `x-request-id`, so the caller can
+check the recording holds none of them (`pii_check.LeakChecker`). Nothing here writes to disk.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
+
+from .pii_check import REQUEST_ID_HEADER, Planted as PlantedValue
 
 # API keys of the simulated clients. The recorder turns each into a keyed client_id (c_...).
 CLIENT_KEYS = {
@@ -54,6 +56,8 @@ class Planned:
     key: str
     body: dict
     long: bool
+    request_id: str = ""  # sent as x-request-id; set once the schedule is sorted
+    planted: list[tuple[str, str]] = field(default_factory=list)  # (kind, value) planted in the body
 
 
 @dataclass
@@ -63,7 +67,7 @@ class TrafficResult:
     failed: int = 0
     long_sent: int = 0
     errors: list[str] = field(default_factory=list)
-    planted: set[str] = field(default_factory=set)  # PII strings planted (memory only)
+    planted: list[PlantedValue] = field(default_factory=list)  # PII planted, per request (memory only)
     ttft_short_ms: list[float] = field(default_factory=list)
     ttft_short_slot_ms: list[float] = field(default_factory=list)
 
@@ -85,7 +89,8 @@ def in_slot(t: float, cfg: TrafficConfig) -> bool:
 
 
 class Generator:
-    """Makes chat and batch request bodies from one seed; remembers the PII it planted."""
+    """Makes chat and batch request bodies from one seed; `last_planted` holds the PII planted in
+    the body made last, as (kind, value) pairs."""
 
     def __init__(self, model: str, seed: int):
         from faker import Faker
@@ -96,14 +101,14 @@ class Generator:
         self.fake.seed_instance(seed)
         self.us = self.fake["en_US"]
         self.system = agent_system_prompt()
-        self.planted: set[str] = set()
+        self.last_planted: list[tuple[str, str]] = []
 
     def person(self) -> tuple[str, str, str]:
         rnd, us = self.rnd, self.us
         first, last = us.first_name(), us.last_name()
         email = f"{first}.{last}{rnd.randint(1, 99)}@{us.free_email_domain()}".lower()
         phone = f"+1 {rnd.choice(['415', '212', '646', '312', '617'])}-{rnd.randint(200, 989)}-{rnd.randint(1000, 9999)}"
-        self.planted.update((f"{first} {last}", email, phone))
+        self.last_planted = [("person", f"{first} {last}"), ("email", email), ("phone", phone)]
         return f"{first} {last}", email, phone
 
     def chat(self, words: tuple[int, int], max_tokens: tuple[int, int]) -> dict:
@@ -135,7 +140,7 @@ class Generator:
         }
 
 
-def plan(cfg: TrafficConfig) -> tuple[list[Planned], set[str]]:
+def plan(cfg: TrafficConfig) -> list[Planned]:
     """The whole schedule, decided up front from the seed (open loop: nothing waits on replies)."""
     gen = Generator(cfg.model, cfg.seed)
     rnd = gen.rnd
@@ -147,20 +152,24 @@ def plan(cfg: TrafficConfig) -> tuple[list[Planned], set[str]]:
         if t >= cfg.duration_s:
             break
         client = rnd.choices(names, weights=(5, 3, 2))[0]
-        out.append(Planned(t, client, CLIENT_KEYS[client], gen.chat(cfg.chat_words, cfg.chat_max_tokens), False))
+        body = gen.chat(cfg.chat_words, cfg.chat_max_tokens)
+        out.append(Planned(t, client, CLIENT_KEYS[client], body, False, planted=gen.last_planted))
     period = 0
     while period * cfg.period_s < cfg.duration_s:
         t = period * cfg.period_s + cfg.slot_start_s + 0.2
         while t < period * cfg.period_s + cfg.slot_start_s + cfg.slot_len_s and t < cfg.duration_s:
-            out.append(Planned(t, BATCH_CLIENT, BATCH_KEY, gen.batch(cfg.batch_words, cfg.batch_max_tokens), True))
+            body = gen.batch(cfg.batch_words, cfg.batch_max_tokens)
+            out.append(Planned(t, BATCH_CLIENT, BATCH_KEY, body, True, planted=gen.last_planted))
             t += cfg.batch_interval_s
         period += 1
     out.sort(key=lambda p: p.at)
-    return out, gen.planted
+    for i, p in enumerate(out):
+        p.request_id = f"demo-{i:06d}"
+    return out
 
 
 async def _send(client, url: str, p: Planned, cfg: TrafficConfig, t0: float, res: TrafficResult) -> None:
-    headers = {"authorization": f"Bearer {p.key}", "user-agent": USER_AGENTS[p.client]}
+    headers = {"authorization": f"Bearer {p.key}", "user-agent": USER_AGENTS[p.client], REQUEST_ID_HEADER: p.request_id}
     sent = time.monotonic()
     first = None
     try:
@@ -209,7 +218,7 @@ async def _drive(base_url: str, cfg: TrafficConfig, schedule: list[Planned], res
 def drive(base_url: str, cfg: TrafficConfig, progress=None, alive=None) -> TrafficResult:
     """Sends the planned traffic to base_url (the proxy) and waits for every reply. `alive`, if
     given, is called before each send and may raise to stop the run."""
-    schedule, planted = plan(cfg)
-    res = TrafficResult(planted=planted)
+    schedule = plan(cfg)
+    res = TrafficResult(planted=[PlantedValue(p.request_id, kind, value) for p in schedule for kind, value in p.planted])
     asyncio.run(_drive(base_url, cfg, schedule, res, progress, alive))
     return res
