@@ -21,11 +21,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def generate(root: Path, rows: int) -> None:
-    from analysis.synth import PlantedAnomaly, SynthSpec, write_recording
+    from shadowreplay.analysis.synth import PlantedAnomaly, SynthSpec, write_recording
 
     rate = rows / (3 * 7 * 86400)
     spec = SynthSpec(periods=3, n_rows=rows, itl_lists=False, prefix_groups=1000, seed=42,

@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faker import Faker  # noqa: E402
 
@@ -317,7 +316,7 @@ def prompt_tokens(req: Request) -> float:
 
 # ------------------------------------------------------------------ scrubbers under test
 def ours(cache: bool):
-    from anonymize import Scrubber
+    from shadowreplay.anonymize import Scrubber
 
     def make():
         s = Scrubber(b"benchmark-key-not-secret")

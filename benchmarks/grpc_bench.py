@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 import grpc  # noqa: E402
 
@@ -39,7 +38,7 @@ MITMDUMP = Path(sys.executable).parent / "mitmdump"
 
 BARE_SCRIPT = '''
 from mitmproxy import http
-from recorder.h2c import H2CUpgrade
+from shadowreplay.recorder.h2c import H2CUpgrade
 
 class StreamGrpc:
     def requestheaders(self, flow: http.HTTPFlow):
@@ -55,8 +54,8 @@ addons = [H2CUpgrade(), StreamGrpc()]
 # The gRPC recorder's capture side alone (frames and timing, no writer, no scrubbing): separates
 # the cost on mitmproxy's event loop from the writer thread's.
 CAPTURE_SCRIPT = '''
-from recorder.h2c import H2CUpgrade
-from recorder.grpc_addon import GrpcRecorder
+from shadowreplay.recorder.h2c import H2CUpgrade
+from shadowreplay.recorder.grpc_addon import GrpcRecorder
 
 class Discard:
     def submit(self, exchange):
@@ -77,7 +76,7 @@ def start_mitm(upstream_port: int, script: Path, extra: list[str], logdir: Path)
     cmd = [str(MITMDUMP), "--set", "flow_detail=0", "--mode", f"reverse:http://127.0.0.1:{upstream_port}", "--listen-host",
            "127.0.0.1", "--listen-port", str(port), "-s", str(script), *extra]  # fmt: skip
     log = open(logdir / f"{script.stem}.{port}.log", "wb")  # noqa: SIM115 - lives as long as the process
-    proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

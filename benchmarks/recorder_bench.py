@@ -271,7 +271,7 @@ def hook_cost(n: int, writer_mode: str, rate: float) -> dict:
     its share of the GIL shows in the tail."""
     from mitmproxy.test import taddons, tflow
 
-    from recorder import record_addon
+    from shadowreplay.recorder import record_addon
 
     events = sse_chunks()
     body = BODY if isinstance(BODY, bytes) else BODY.encode()
@@ -327,10 +327,10 @@ def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
     and the child, which scrubs and writes)."""
     import resource
 
-    from anonymize import Scrubber
-    from recorder.exchange import HttpExchange, RowOptions
-    from recorder.process_writer import ProcessWriter
-    from recorder.writer import Writer, WriterConfig, read_status
+    from shadowreplay.anonymize import Scrubber
+    from shadowreplay.recorder.exchange import HttpExchange, RowOptions
+    from shadowreplay.recorder.process_writer import ProcessWriter
+    from shadowreplay.recorder.writer import Writer, WriterConfig, read_status
 
     chunks = sse_chunks()
     headers = [("host", "127.0.0.1"), ("content-type", "application/json"),
@@ -387,7 +387,6 @@ def main() -> None:
                     help="time the addon chain's hooks in-process over N requests at --check-rate (0: skip)")
     ap.add_argument("--hooks-only", action="store_true", help="only the in-process hook timing")
     a = ap.parse_args()
-    sys.path.insert(0, str(REPO))
     writers = [x for x in a.writers.split(",") if x]
     hooks = {}
     for wm in writers if a.hooks > 0 else []:

@@ -45,10 +45,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 from shadowreplay.dataset import write_rows  # noqa: E402
-from replayer.runner import warm_size  # noqa: E402
+from shadowreplay.replayer.runner import warm_size  # noqa: E402
 
 AZURE = REPO.parent / "shared" / "data" / "traces" / "AzureLLMInferenceTrace_code_2023.csv"
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
@@ -207,9 +206,12 @@ def server_side(arrivals: list[int], sched) -> dict:
 def run_ours(rec: Path, tmp: Path, sched, pacing: str, extra: list[str] = (), repo: Path = REPO) -> dict:
     srv = Server(tmp)
     out = tmp / f"out-{time.monotonic_ns()}"
-    env = dict(os.environ, PYTHONPATH=str(repo))  # that checkout's packages before the installed ones
+    # another checkout runs with its own venv (made by its `make setup`), so its packages are used
+    python = repo / ".venv" / "bin" / "python"
+    python = str(python) if repo != REPO and python.exists() else sys.executable
+    env = dict(os.environ, PYTHONPATH=str(repo)) if repo != REPO else None  # older checkouts had top-level packages
     try:
-        p = subprocess.run([sys.executable, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
+        p = subprocess.run([python, "-m", "shadowreplay", "replay", str(rec), "--target", srv.url, "--out", str(out),
                             "--no-metrics", "--no-progress", "--pacing", pacing, "--timeout", "30", *extra],
                            capture_output=True, text=True, cwd=repo, env=env, timeout=600, preexec_fn=pinned("client"))
     finally:
@@ -247,7 +249,7 @@ print(json.dumps(lags))
 # is what waking an idle CPU costs at that minute (on a VM, the hypervisor's wake-up).
 FLOOR_SLEEPING = r"""
 import json, select, sys, time
-from replayer.pacer import _TimerFd
+from shadowreplay.replayer.pacer import _TimerFd
 offs = json.load(open(sys.argv[1]))
 tfd = _TimerFd()
 ep = select.epoll()
@@ -270,7 +272,7 @@ def run_floor(tmp: Path, sched, code: str = FLOOR) -> dict:
     offs_file = tmp / f"offsets-{time.monotonic_ns()}.json"
     offs_file.write_text(json.dumps([round(s[0] * 1e9) for s in sched]))
     p = subprocess.run([sys.executable, "-c", code, str(offs_file)], capture_output=True, text=True, timeout=600,
-                       cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=pinned("client"))
+                       cwd=REPO, preexec_fn=pinned("client"))
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"rc {p.returncode}"}
     lags = json.loads(p.stdout)
@@ -376,7 +378,7 @@ def main() -> None:
 def run_all(args) -> None:
     tokenizer = None
     if not args.no_vllm:
-        from shadow.tiny_model import build_tiny_model
+        from shadowreplay.shadow.tiny_model import build_tiny_model
 
         tokenizer = build_tiny_model()
     schedules = {

@@ -23,13 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shadow.calibrate import measure, rates  # noqa: E402
-from shadow.demo import free_ports  # noqa: E402
-from shadow.engine import EngineConfig, VllmServer  # noqa: E402
-from shadow.tiny_model import MODEL_NAME, build_tiny_model  # noqa: E402
-from shadow.traffic import TrafficConfig, drive  # noqa: E402
+from shadowreplay.shadow.calibrate import measure, rates  # noqa: E402
+from shadowreplay.shadow.demo import free_ports  # noqa: E402
+from shadowreplay.shadow.engine import EngineConfig, VllmServer  # noqa: E402
+from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model  # noqa: E402
+from shadowreplay.shadow.traffic import TrafficConfig, drive  # noqa: E402
 
 DEFAULT_CONFIGS = [
     "baseline=",

@@ -116,7 +116,7 @@ class Recorder:
             self.enabled = False
 
     def _start(self) -> None:
-        from anonymize import Scrubber, load_key
+        from shadowreplay.anonymize import Scrubber, load_key
         from shadowreplay.errors import ConfigError
 
         from .writer import Writer, WriterConfig

@@ -90,7 +90,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from anonymize import load_key
+    from shadowreplay.anonymize import load_key
     from shadowreplay.errors import ConfigError
 
     if not args.upstream:

@@ -21,7 +21,7 @@ from shadowreplay.schema import REQUESTS_SCHEMA
 from .sse import SseParser, StreamDecoder, choice_text, decode_body, gaps_ms, summarize_openai_stream
 
 if TYPE_CHECKING:
-    from anonymize import Scrubber
+    from shadowreplay.anonymize import Scrubber
 
 # Header values never kept, not even scrubbed (credentials).
 SECRET_HEADERS = frozenset(

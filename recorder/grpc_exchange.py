@@ -35,7 +35,7 @@ from .grpc_frames import Frame, parse_status, split_path
 from .protobuf_scrub import scrub_message
 
 if TYPE_CHECKING:
-    from anonymize import Scrubber
+    from shadowreplay.anonymize import Scrubber
 
 
 class _Undecodable(ValueError):

@@ -124,7 +124,7 @@ class ProcessWriter(BoundedIntake):
     def _spawn(self) -> bool:
         """Starts a child and waits (bounded) until it is ready, so that its start-up (imports,
         ~1 s of CPU) is over before traffic is measured; False when it did not come up."""
-        cmd = [sys.executable, "-m", "recorder.writer_proc"]
+        cmd = [sys.executable, "-m", "shadowreplay.recorder.writer_proc"]
         self._proc = proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         self._sent = 0
         sent = self._send(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from recorder.addon import Recorder
+from shadowreplay.recorder.addon import Recorder
 
 rec = Recorder()
 addons: list = []
 
 try:
-    from recorder.h2c import H2CUpgrade
+    from shadowreplay.recorder.h2c import H2CUpgrade
 except ImportError as e:  # gRPC support not installed in this checkout
     logging.getLogger("shadowreplay.recorder").info("h2c upgrade not available (%s)", e)
 else:
@@ -23,7 +23,7 @@ else:
 # GrpcRecorder before Recorder: on shutdown mitmproxy calls `done` in this order, so calls still
 # in flight are submitted before the Recorder drains its queue and closes the writer.
 try:
-    from recorder.grpc_addon import GrpcRecorder
+    from shadowreplay.recorder.grpc_addon import GrpcRecorder
 except ImportError as e:
     logging.getLogger("shadowreplay.recorder").info("gRPC recorder not available (%s)", e)
 else:

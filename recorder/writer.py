@@ -26,7 +26,7 @@ from shadowreplay.schema import REQUESTS
 from .exchange import Exchange, RowOptions, fallback_row
 
 if TYPE_CHECKING:
-    from anonymize import Scrubber
+    from shadowreplay.anonymize import Scrubber
 
 log = logging.getLogger("shadowreplay.recorder")
 

@@ -1,4 +1,4 @@
-"""The writer process: `python -m recorder.writer_proc`, started by the recorder (ProcessWriter).
+"""The writer process: `python -m shadowreplay.recorder.writer_proc`, started by the recorder (ProcessWriter).
 
 It reads length-prefixed pickles from stdin (a pipe from the proxy; raw exchanges never touch
 disk), scrubs them and writes rotated Parquet files with the ordinary `Writer`. Messages:
@@ -83,7 +83,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
         log.error("recorder writer process: no configuration received; exiting")
         return 2
     cfg = first[1]
-    from anonymize import Scrubber, load_key
+    from shadowreplay.anonymize import Scrubber, load_key
 
     key = load_key(cfg["key_file"])  # the path (or the inherited environment), never argv
     wcfg = WriterConfig(

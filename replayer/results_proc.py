@@ -1,4 +1,4 @@
-"""The result writer process: `python -m replayer.results_proc`, started by the replay (sink.py).
+"""The result writer process: `python -m shadowreplay.replayer.results_proc`, started by the replay (sink.py).
 
 It reads length-prefixed marshal messages from stdin and writes OUT/replay_results/ Parquet
 files (zstd, via shadowreplay.dataset: temp name, then rename) every `flush_interval_s`, so Arrow

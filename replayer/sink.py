@@ -91,7 +91,7 @@ class ResultSink:
         self._ready = loop.create_future()
         self._ended = asyncio.Event()
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "replayer.results_proc"], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([sys.executable, "-m", "shadowreplay.replayer.results_proc"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, close_fds=True)
             self._wt, _ = await loop.connect_write_pipe(lambda: _Writer(self), self.proc.stdin)
             self._rt, _ = await loop.connect_read_pipe(lambda: _Reader(self), self.proc.stdout)

@@ -248,7 +248,7 @@ class Demo:
             self.say(f"    e.g. {e}")
         if res.ok == 0:
             raise TargetError("no request went through the recorder; see logs/recorder.log")
-        from anonymize import Scrubber
+        from shadowreplay.anonymize import Scrubber
 
         scrubber = Scrubber(key_file.read_bytes().strip())
         self.leaks = LeakChecker(res.planted, scrubber.substitute)

@@ -14,12 +14,12 @@ from .errors import ShadowReplayError
 # (module, what it registers). Each module has `register(subparsers)`; heavy imports stay inside
 # the command functions so `shadowreplay --help` is fast.
 COMMAND_MODULES = (
-    "anonymize.cli",  # scrub
-    "recorder.cli",  # record
-    "replayer.cli",  # replay
-    "traces.cli",  # import, export
-    "analysis.cli",  # sql, analyze, compare, report
-    "shadow.cli",  # shadow up/down, demo
+    "shadowreplay.anonymize.cli",  # scrub
+    "shadowreplay.recorder.cli",  # record
+    "shadowreplay.replayer.cli",  # replay
+    "shadowreplay.traces.cli",  # import, export
+    "shadowreplay.analysis.cli",  # sql, analyze, compare, report
+    "shadowreplay.shadow.cli",  # shadow up/down, demo
 )
 
 
@@ -32,13 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name in (name, name.split(".")[0]):  # package not built yet
-                continue
-            raise
-        mod.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.synth import (  # noqa: F401  (re-exported)
+from shadowreplay.analysis.synth import (  # noqa: F401  (re-exported)
     PlantedAnomaly,
     SynthSpec,
     make_engine_metrics,

@@ -159,6 +159,5 @@ def run_cli(args: list[str], stdin: bytes = b"", env: dict | None = None, timeou
 
     full_env = {k: v for k, v in os.environ.items() if k != "SHADOWREPLAY_SCRUB_KEY"}
     full_env.update(env or {})
-    full_env["PYTHONPATH"] = str(REPO)
     return subprocess.run([sys.executable, "-m", "shadowreplay.cli", *args], input=stdin, capture_output=True,
                           env=full_env, cwd=REPO, timeout=timeout)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 TRACES = SHARED / "data" / "traces"
-
-
-def pytest_configure(config):
-    # Tests import the project's packages from the checkout.
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +44,8 @@ def vllm_python() -> Path:
 def tiny_vllm(vllm_python, tmp_path_factory):
     """One real vLLM (CPU) serving the tiny model, shared by the tests that only send it requests
     (a start costs one to five minutes here). Yields (server, model_dir)."""
-    from shadow.engine import EngineConfig, VllmServer
-    from shadow.tiny_model import MODEL_NAME, build_tiny_model
+    from shadowreplay.shadow.engine import EngineConfig, VllmServer
+    from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model
 
     model = build_tiny_model(python=vllm_python)
     # --enforce-eager: no torch.compile warm-up, so the server starts quickly on a busy machine.

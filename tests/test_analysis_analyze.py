@@ -11,7 +11,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from analysis.session import SQL_DIR
+from shadowreplay.analysis.session import SQL_DIR
 from shadowreplay.dataset import glob_for, write_rows
 from tests.analysis_helpers import SynthSpec, make_replay, make_requests, run_cli, run_json, write_sorted
 

@@ -7,7 +7,7 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from analysis.anomalies import MONDAY_S, slot_label
+from shadowreplay.analysis.anomalies import MONDAY_S, slot_label
 from tests.analysis_helpers import (
     PlantedAnomaly, SynthSpec, fold_cells_numpy, read_table, run_cli, run_json, weekly_recording, write_recording, write_replay, write_sorted,
 )
@@ -177,7 +177,7 @@ def test_replay_without_recording_folds_on_its_own_clock(planted_replay, capsys)
 def test_replayed_request_missing_from_recording_folds_at_the_median_offset(planted_replay):
     """A replayed request the recording lacks is placed at its scheduled time minus the replay's
     median offset from the recording (here exactly SHIFT_S)."""
-    from analysis.session import open_dataset
+    from shadowreplay.analysis.session import open_dataset
     from shadowreplay.dataset import write_rows
 
     extra = planted_replay / "rep-extra"

@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from analysis.session import SQL_DIR, _split
+from shadowreplay.analysis.session import SQL_DIR, _split
 from tests.analysis_helpers import run_cli, run_json
 
 TRACES = ("code", "conv")

@@ -90,7 +90,7 @@ def test_weekly_report_has_week_heatmap_and_anomaly(tmp_path_factory, tmp_path, 
 
 def test_report_without_streaming_or_metrics_still_renders(tmp_path, chromium, capsys):
     spec = SynthSpec(periods=10, period_s=60, rate_per_s=2.0, anomaly=None, itl_lists=False)
-    from analysis.synth import make_requests, write_sorted
+    from shadowreplay.analysis.synth import make_requests, write_sorted
 
     req = make_requests(spec)
     req = req.set_column(req.column_names.index("ttft_ms"), "ttft_ms", [[None] * req.num_rows])
@@ -198,7 +198,7 @@ def test_report_anomaly_defaults_are_analyze_anomalies_defaults():
     """Same option names and defaults (report alone lets the fold be `auto`)."""
     import argparse
 
-    from analysis.cli import register
+    from shadowreplay.analysis.cli import register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="cmd"))

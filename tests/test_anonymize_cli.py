@@ -111,7 +111,6 @@ def test_streams_line_by_line(key_file):
 
     # without PYTHONUNBUFFERED, so only the command's own flushing can make the line appear
     env = {k: v for k, v in os.environ.items() if k not in ("SHADOWREPLAY_SCRUB_KEY", "PYTHONUNBUFFERED")}
-    env["PYTHONPATH"] = str(REPO)
     p = subprocess.Popen([sys.executable, "-m", "shadowreplay.cli", "scrub", "--key-file", str(key_file)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
     try:

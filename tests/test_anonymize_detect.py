@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from anonymize import Scrubber
+from shadowreplay.anonymize import Scrubber
 from tests.anonymize_helpers import CLEAN, PLANTED, ascii_digits, cn_id_valid, iban_valid, luhn_valid
 
 

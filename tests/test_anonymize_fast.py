@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from anonymize import Scrubber
-from anonymize.keyedhash import KeyedSHA256
+from shadowreplay.anonymize import Scrubber
+from shadowreplay.anonymize.keyedhash import KeyedSHA256
 
 PINNED_KEY = b"pinned-test-key"
 PINNED_BODY = json.dumps(

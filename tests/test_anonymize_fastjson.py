@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from anonymize import Scrubber, fastjson
+from shadowreplay.anonymize import Scrubber, fastjson
 from tests.anonymize_helpers import CLEAN, PLANTED
 
 pytestmark = pytest.mark.skipif(not fastjson.AVAILABLE, reason="orjson not installed")

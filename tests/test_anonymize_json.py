@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from anonymize import Scrubber, load_key
+from shadowreplay.anonymize import Scrubber, load_key
 from shadowreplay.errors import ConfigError
 from tests.anonymize_helpers import PLANTED
 
@@ -227,7 +227,7 @@ def test_deeply_nested_python_value_is_walked_iteratively(scrubber):
 
 
 def test_internal_failure_masks_instead_of_passing_text(scrubber, monkeypatch):
-    import anonymize.scrubber as mod
+    import shadowreplay.anonymize.scrubber as mod
 
     def boom(text):
         raise ValueError("bug")

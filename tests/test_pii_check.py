@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from anonymize import Scrubber
-from anonymize import detectors as D
-from anonymize.gazetteer import CN_SUB_SURNAMES
-from anonymize.substitutes import Substituter
-from shadow.pii_check import REQUEST_ID_HEADER, LeakChecker, Planted
+from shadowreplay.anonymize import Scrubber
+from shadowreplay.anonymize import detectors as D
+from shadowreplay.anonymize.gazetteer import CN_SUB_SURNAMES
+from shadowreplay.anonymize.substitutes import Substituter
+from shadowreplay.shadow.pii_check import REQUEST_ID_HEADER, LeakChecker, Planted
 
 KEY = b"fixed-key-for-the-collision-test-0001"
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from anonymize import Scrubber
-from recorder.exchange import HttpExchange, RowOptions, classify, credential, prompt_text
+from shadowreplay.anonymize import Scrubber
+from shadowreplay.recorder.exchange import HttpExchange, RowOptions, classify, credential, prompt_text
 
 KEY = b"unit-test-key-0123456789abcdef"
 EMAIL = "maria.gonzalez@example.org"

@@ -63,7 +63,7 @@ def start_mitmdump(upstream: str, out: Path, key_file: Path, *extra: str) -> tup
         "--listen-port", str(port), "-s", str(SCRIPT),
         "--set", f"shadowreplay_out={out}", "--set", f"shadowreplay_key_file={key_file}", *extra,
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     wait_port(port, proc)
     return proc, port
@@ -349,7 +349,7 @@ def test_sigterm_mid_stream_records_the_call_in_flight(tmp_path_factory):
     """SIGTERM flushes everything: a call still streaming when mitmdump stops gets a row (with an
     error). GrpcRecorder's `done` must run before the Recorder's `done` closes the writer, i.e.
     GrpcRecorder must come before Recorder in the script's `addons` list."""
-    import recorder.record_addon as script
+    import shadowreplay.recorder.record_addon as script
 
     order = [type(a).__name__ for a in script.addons]
     if order.index("GrpcRecorder") > order.index("Recorder"):

@@ -10,11 +10,11 @@ import zlib
 
 import pytest
 
-from anonymize import Scrubber
-from recorder.exchange import RowOptions
-from recorder.grpc_exchange import GrpcExchange
-from recorder.grpc_frames import GrpcFrameParser, encode_frame
-from recorder.h2c import H2_PREFACE, starts_like_h2c
+from shadowreplay.anonymize import Scrubber
+from shadowreplay.recorder.exchange import RowOptions
+from shadowreplay.recorder.grpc_exchange import GrpcExchange
+from shadowreplay.recorder.grpc_frames import GrpcFrameParser, encode_frame
+from shadowreplay.recorder.h2c import H2_PREFACE, starts_like_h2c
 from shadowreplay.dataset import rows_to_table
 from shadowreplay.schema import REQUESTS
 from tests.grpc_llm_server import load_protos

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from recorder.grpc_frames import (
+from shadowreplay.recorder.grpc_frames import (
     GrpcFrameParser,
     encode_frame,
     is_grpc_content_type,

@@ -13,7 +13,7 @@ import h2.connection
 import h2.events
 import pytest
 
-from recorder.h2c import H2_PREFACE, is_h2c_client, starts_like_h2c
+from shadowreplay.recorder.h2c import H2_PREFACE, is_h2c_client, starts_like_h2c
 from tests.grpc_llm_server import LlmServer
 from tests.test_recorder_grpc_e2e import read_rows, start_mitmdump, stop_mitmdump
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from recorder.protobuf_scrub import encode_varint, parse_fields, scrub_message
+from shadowreplay.recorder.protobuf_scrub import encode_varint, parse_fields, scrub_message
 from tests.grpc_llm_server import load_protos
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+", re.ASCII)

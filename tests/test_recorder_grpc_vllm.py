@@ -47,7 +47,7 @@ def vllm_protos(vllm_python: Path):
 
 @pytest.fixture(scope="module")
 def vllm_grpc(vllm_python):
-    from shadow.tiny_model import build_tiny_model
+    from shadowreplay.shadow.tiny_model import build_tiny_model
 
     model = build_tiny_model(python=vllm_python)
     pb2, pb2_grpc = vllm_protos(vllm_python)

@@ -14,10 +14,10 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from recorder.exchange import HttpExchange, RowOptions
-from recorder.process_writer import ProcessWriter
-from recorder.writer import WriterConfig, read_status
-from recorder.writer_proc import encode, read_message
+from shadowreplay.recorder.exchange import HttpExchange, RowOptions
+from shadowreplay.recorder.process_writer import ProcessWriter
+from shadowreplay.recorder.writer import WriterConfig, read_status
+from shadowreplay.recorder.writer_proc import encode, read_message
 from shadowreplay.dataset import check_file, parquet_files
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, read_requests, wait_for
@@ -219,7 +219,7 @@ def test_sigkill_of_mitmdump_the_child_flushes_the_open_window(tmp_path, server,
 def test_cli_writer_flag_is_passed_to_mitmdump_and_optional():
     import argparse
 
-    from recorder import cli
+    from shadowreplay.recorder import cli
 
     ap = argparse.ArgumentParser()
     cli.register(ap.add_subparsers())

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from recorder.sse import SseParser, StreamDecoder, decode_body, gaps_ms, summarize_openai_stream
+from shadowreplay.recorder.sse import SseParser, StreamDecoder, decode_body, gaps_ms, summarize_openai_stream
 
 
 def _chat_stream(words: list[str], usage: bool = True) -> bytes:

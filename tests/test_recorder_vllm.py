@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
 def test_records_real_vllm_streams_usage_and_metrics(tmp_path, vllm_python, key_file):
-    from shadow.engine import EngineConfig, VllmServer
-    from shadow.tiny_model import MODEL_NAME, build_tiny_model
+    from shadowreplay.shadow.engine import EngineConfig, VllmServer
+    from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model
 
     model = build_tiny_model(python=vllm_python)
     cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048)

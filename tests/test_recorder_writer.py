@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from anonymize import Scrubber
-from recorder.exchange import RowOptions
-from recorder.writer import Writer, WriterConfig, read_status
+from shadowreplay.anonymize import Scrubber
+from shadowreplay.recorder.exchange import RowOptions
+from shadowreplay.recorder.writer import Writer, WriterConfig, read_status
 from shadowreplay.dataset import parquet_files
 from tests.recorder_helpers import wait_for
 

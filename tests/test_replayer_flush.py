@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from replayer.replay import ReplayOptions, replay
-from replayer.results import percentile
+from shadowreplay.replayer.replay import ReplayOptions, replay
+from shadowreplay.replayer.results import percentile
 from shadowreplay.dataset import parquet_files
 from tests.conftest import REPO
 from tests.replayer_helpers import ServerThread, chat_row, wait_for, write_recording
@@ -236,7 +236,7 @@ def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp
 def test_the_writer_takes_row_batches_in_without_decoding_them(capsys):
     """Taking rows in must cost the writer next to nothing (the sender may be polling, and the
     scheduler then gives the writer whole ticks): batches are decoded when a file is written."""
-    from replayer.results_proc import Child, encode, encode_rows
+    from shadowreplay.replayer.results_proc import Child, encode, encode_rows
 
     child = Child()
     child.feed(encode(("config", {"out": "/nonexistent", "run_id": "r", "flush_interval_s": 1.0, "manifest": "{}"})))
@@ -254,7 +254,7 @@ def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeyp
     process says it is writing a file, to the instant itself (the writer gets the gaps)."""
     import time
 
-    from replayer import pacer, sink
+    from shadowreplay.replayer import pacer, sink
 
     offsets = [0.1 * i for i in range(6)]  # gaps far above any stall, so every wake-up is a timer
     write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])

@@ -6,7 +6,7 @@ import datetime as dt
 
 import duckdb
 
-from replayer.replay import ReplayOptions, replay
+from shadowreplay.replayer.replay import ReplayOptions, replay
 from tests.grpc_llm_server import LlmServer
 from tests.replayer_helpers import write_recording
 

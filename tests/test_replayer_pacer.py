@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from replayer.pacer import STRATEGIES, Pacer
+from shadowreplay.replayer.pacer import STRATEGIES, Pacer
 
 
 async def _wait(pacer: Pacer, after_ns: int, poll: bool = True) -> tuple[int, int]:

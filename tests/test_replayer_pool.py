@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from replayer.client import Pool
-from replayer.routes import parse_target
+from shadowreplay.replayer.client import Pool
+from shadowreplay.replayer.routes import parse_target
 from tests.replayer_helpers import ServerThread
 
 

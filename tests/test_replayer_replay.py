@@ -7,7 +7,7 @@ import json
 import duckdb
 import pytest
 
-from replayer.replay import ReplayOptions, replay
+from shadowreplay.replayer.replay import ReplayOptions, replay
 from shadowreplay.errors import ConfigError, TargetError
 from tests.replayer_helpers import ServerConfig, ServerThread, chat_row, write_recording
 
@@ -239,6 +239,6 @@ def test_idle_connections_past_the_keepalive_expiry_are_not_reused(tmp_path, exp
 
 
 def results_summary_text(s: dict) -> str:
-    from replayer.results import format_summary
+    from shadowreplay.replayer.results import format_summary
 
     return format_summary(s)

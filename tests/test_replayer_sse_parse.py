@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from replayer.client import Exchange
+from shadowreplay.replayer.client import Exchange
 
 TOKEN_1 = {"choices": [{"index": 0, "text": "hello", "finish_reason": None}], "usage": None}
 TOKEN_2 = {"choices": [{"index": 0, "delta": {"content": " world"}}], "usage": None}
@@ -110,7 +110,7 @@ def test_events_read_at_once_count_as_one_by_one(seed, space):
 # ---- HTTP/1.1 framing (HttpConnection): chunked bodies split anywhere --------------------------
 class _Pool:
     def __init__(self):
-        from replayer.client import SendDue
+        from shadowreplay.replayer.client import SendDue
 
         self.due = SendDue()
         self.closed = False
@@ -146,7 +146,7 @@ def chunked(payload: bytes, rnd) -> bytes:
 def test_chunked_sse_responses_split_anywhere_on_one_keepalive_connection(seed):
     import random
 
-    from replayer.client import HttpConnection
+    from shadowreplay.replayer.client import HttpConnection
 
     rnd = random.Random(seed)
     pool = _Pool()

@@ -8,10 +8,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from replayer.body import BodyOptions, build_body, build_headers, parse_headers, parse_model_map, request_bytes
-from replayer.routes import parse_route, parse_target
-from replayer.safety import check_targets, recorded_endpoints
-from replayer.schedule import offsets_ns, parse_time
+from shadowreplay.replayer.body import BodyOptions, build_body, build_headers, parse_headers, parse_model_map, request_bytes
+from shadowreplay.replayer.routes import parse_route, parse_target
+from shadowreplay.replayer.safety import check_targets, recorded_endpoints
+from shadowreplay.replayer.schedule import offsets_ns, parse_time
 from shadowreplay.errors import ConfigError
 
 OPTS = BodyOptions({"prod-model": "tiny"})
@@ -127,7 +127,7 @@ def test_progress_line_on_tty_only():
     import asyncio
     import io
 
-    from replayer.progress import Progress
+    from shadowreplay.replayer.progress import Progress
 
     snap = {"sent": 3, "total": 10, "in_flight": 2, "done": 1, "errors": 0, "lag_ms": 0.25}
     quiet = Progress(lambda: snap, stream=io.StringIO())

@@ -5,14 +5,14 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from replayer.replay import ReplayOptions, replay
+from shadowreplay.replayer.replay import ReplayOptions, replay
 from tests.replayer_helpers import chat_row, write_recording
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_replay_into_vllm_generates_recorded_token_counts(tmp_path, tiny_vllm):
-    from shadow.tiny_model import MODEL_NAME
+    from shadowreplay.shadow.tiny_model import MODEL_NAME
 
     srv, _ = tiny_vllm
     rows = [

@@ -6,9 +6,9 @@ import gc
 
 import pytest
 
-from replayer import runner
-from replayer.replay import ReplayOptions, replay
-from replayer.runner import warm_size
+from shadowreplay.replayer import runner
+from shadowreplay.replayer.replay import ReplayOptions, replay
+from shadowreplay.replayer.runner import warm_size
 from tests.conftest import REPO
 from tests.replayer_helpers import ServerThread, chat_row, write_recording
 
@@ -99,7 +99,7 @@ def test_the_collection_before_sending_does_not_make_the_first_sends_late(tmp_pa
 def test_cli_accepts_the_new_flags(flag):
     import argparse
 
-    from replayer import cli
+    from shadowreplay.replayer import cli
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers()
@@ -153,7 +153,7 @@ def test_recorded_e2e_sizes_the_warm_pool_for_long_streams(tmp_path):
 
 
 def test_open_files_limit_is_raised_for_the_pool_or_the_pool_is_cut_to_fit():
-    code = ("import resource, sys; from replayer.runner import allow_open_files as f; "
+    code = ("import resource, sys; from shadowreplay.replayer.runner import allow_open_files as f; "
             "resource.setrlimit(resource.RLIMIT_NOFILE, (300, int(sys.argv[1]))); "
             "n = f(1000); print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
     import subprocess

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from shadow.engine import EngineConfig, parse_engine_args, server_command, server_env, stop_group
-from shadow.procs import ProcessSet, descendant_groups
-from shadow.venv import find_vllm_python
+from shadowreplay.shadow.engine import EngineConfig, parse_engine_args, server_command, server_env, stop_group
+from shadowreplay.shadow.procs import ProcessSet, descendant_groups
+from shadowreplay.shadow.venv import find_vllm_python
 from shadowreplay.errors import ConfigError, EngineNotInstalled
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,7 +175,7 @@ def test_down_and_status_with_nothing_running(tmp_path):
 
 
 def test_down_stops_the_process_named_in_the_state_file_and_ignores_reused_pids(tmp_path):
-    from shadow import state
+    from shadowreplay.shadow import state
 
     p, pids = spawn_tree(False, "polite")
     st = state.ShadowState(
@@ -206,7 +206,7 @@ def test_down_stops_the_process_named_in_the_state_file_and_ignores_reused_pids(
 
 
 def test_state_files_are_json(tmp_path):
-    from shadow import state
+    from shadowreplay.shadow import state
 
     st = state.ShadowState(1, 2, "h", "u", "m", "n", "l", "s", None)
     path = state.save(st, tmp_path)
@@ -216,12 +216,12 @@ def test_state_files_are_json(tmp_path):
 
 
 def test_demo_refuses_a_non_empty_folder_that_is_not_a_demo(tmp_path, monkeypatch):
-    from shadow.demo import Demo, DemoConfig
+    from shadowreplay.shadow.demo import Demo, DemoConfig
 
     out = tmp_path / "mine"
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
-    monkeypatch.setattr("shadow.demo.find_vllm_python", lambda _=None: Path(sys.executable))
+    monkeypatch.setattr("shadowreplay.shadow.demo.find_vllm_python", lambda _=None: Path(sys.executable))
     with pytest.raises(ConfigError, match="not an earlier demo"):
         Demo(DemoConfig(out=out)).run()
     assert (out / "precious.txt").read_text() == "keep me"
@@ -229,7 +229,7 @@ def test_demo_refuses_a_non_empty_folder_that_is_not_a_demo(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("kw", [{"minutes": 1.0}, {"minutes": 0}, {"week_s": 25.0}, {"week_s": 20.0}])
 def test_demo_config_rejects_weeks_that_cannot_repeat(kw, tmp_path):
-    from shadow.demo import DemoConfig
+    from shadowreplay.shadow.demo import DemoConfig
 
     with pytest.raises(ConfigError):
         DemoConfig(out=tmp_path, **kw)

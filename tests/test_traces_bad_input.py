@@ -11,8 +11,8 @@ import pytest
 
 from shadowreplay.errors import ConfigError, DatasetError
 from tests.traces_helpers import cli
-from traces.base import Report
-from traces.importer import ImportOptions, run_import
+from shadowreplay.traces.base import Report
+from shadowreplay.traces.importer import ImportOptions, run_import
 
 START_US = 1_704_067_200_000_000
 

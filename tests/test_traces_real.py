@@ -12,7 +12,7 @@ import pytest
 
 from shadowreplay.dataset import glob_for
 from tests.traces_helpers import cli, quantile_cont, quantiles, read_azure, read_mooncake
-from traces.textsynth import shared_block_share
+from shadowreplay.traces.textsynth import shared_block_share
 
 AZURE = ["AzureLLMInferenceTrace_code_2023.csv", "AzureLLMInferenceTrace_conv_2023.csv"]
 MOONCAKE = "mooncake_conversation_trace.jsonl"

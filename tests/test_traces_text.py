@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.traces_helpers import cli, read_azure, read_mooncake, train_tokenizer
-from traces.openai_jsonl import prompt_text
-from traces.textsynth import chain_block_ids, shared_block_share
-from traces.tokenizer import LocalTokenizer
+from shadowreplay.traces.openai_jsonl import prompt_text
+from shadowreplay.traces.textsynth import chain_block_ids, shared_block_share
+from shadowreplay.traces.tokenizer import LocalTokenizer
 
 MOONCAKE = "mooncake_conversation_trace.jsonl"
 CODE = "AzureLLMInferenceTrace_code_2023.csv"

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.traces_helpers import cli, train_tokenizer
-from traces.tokenizer import LocalTokenizer
+from shadowreplay.traces.tokenizer import LocalTokenizer
 
 CODE = "AzureLLMInferenceTrace_code_2023.csv"
 
