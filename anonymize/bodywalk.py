@@ -12,15 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import fastjson
-from .detectors import SECRET
-from .scrubber import _CACHE_MIN_CHARS, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_secret_key, _ordered_counts
+from .detectors import PERSON, SECRET
+from .names import looks_like_name
+from .scrubber import _CACHE_MIN_CHARS, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_name_key, _is_secret_key, _ordered_counts
 
 if TYPE_CHECKING:
     from .scrubber import Scrubber
 # (this module is imported at the end of scrubber.py, which it imports from)
 
 # what a dict key means for the string under it
-_KEEP, _NAME, _SECRET = 1, 2, 4
+_KEEP, _NAME, _SECRET, _PERSON = 1, 2, 4, 8
 _key_codes: tuple[dict[str, int], dict[str, int]] = ({}, {})  # [openai body?] key -> code
 
 
@@ -35,6 +36,8 @@ def _key_code(key: Any, openai: bool) -> int:
             code = _NAME  # kept under "function" only
     if _is_secret_key(key):
         code |= _SECRET
+    if _is_name_key(key):
+        code |= _PERSON
     memo = _key_codes[openai]
     if len(memo) < 10_000:
         memo[key] = code
@@ -43,8 +46,10 @@ def _key_code(key: Any, openai: bool) -> int:
 
 def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
     """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
-    separators=separators) would; None where orjson cannot stand in for json (see fastjson),
-    and the caller parses again with json, as `value` may have changed."""
+    separators=separators) would; None where orjson cannot stand in for json (see fastjson), or
+    where the body holds a person's name (every other mention of it is then replaced by the
+    general path, Scrubber._scrub_tree): the caller parses again with json, as `value` may have
+    changed."""
     frags = scrubber._frags
     fmap_get, fmake = frags.map.get, frags.make
     cached = scrubber._cache_min <= _CACHE_MIN_CHARS
@@ -67,6 +72,9 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     stack: list[tuple[Any, Any, Any]] = [(root, None, None)]
     pop, push = stack.pop, stack.append
 
+    class _Named(Exception):
+        pass
+
     def other(src: Any, k: Any, v: str, kk: Any, ctx: Any) -> bool:
         """A string under a key with a meaning (kk, in ctx): written here, True; else False."""
         nonlocal n_secret
@@ -85,6 +93,8 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             f = fmap_get(sub)
             src[k] = f if f is not None else fmake(sub)
             return True
+        if code & _PERSON and looks_like_name(v):
+            raise _Named
         return False
 
     try:
@@ -111,6 +121,8 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                             hits += 1
                             src[k] = e[0]
                             if e[1]:
+                                if PERSON in e[1]:
+                                    raise _Named
                                 order.append(e[1])
                             continue
                         order.append(len(strings))
@@ -133,6 +145,8 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                             hits += 1
                             src[i] = e[0]
                             if e[1]:
+                                if PERSON in e[1]:
+                                    raise _Named
                                 order.append(e[1])
                             continue
                         order.append(len(strings))
@@ -145,6 +159,8 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                         floats.append(v)
         scrubber.stats.cache_hits += hits
         results = scrubber.scrub_many(strings) if strings else []
+        if any(PERSON in r.counts for r in results if r.counts):
+            raise _Named
         for dst, k, s, r in zip(dsts, keys, strings, results):
             f = fmap_get(r.text)
             if f is None:
@@ -153,6 +169,9 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             if cached and r.error is None:
                 frags.remember(s, f, r.counts or None)
     except fastjson.orjson.JSONEncodeError:  # a lone surrogate: json writes it, orjson cannot
+        return None
+    except _Named:
+        scrubber.stats.cache_hits += hits
         return None
     if unsafe or (floats and not fastjson.plain_floats(floats)):
         return None

@@ -9,25 +9,17 @@ import ipaddress
 import math
 import re
 from itertools import accumulate
-from typing import NamedTuple
 
 import phonenumbers
 
 from .checksums import cn_id_ok, iban_ok, luhn_ok
-from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES
+from .names import find_names, mentions, name_words
 
 
-class Span(NamedTuple):
-    start: int
-    end: int
-    kind: str
+from .spans import CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
 
-
-# Kinds (entity types) reported in counts.
-EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN = (
-    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person", "us_ssn",
-)
-KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN)
+__all__ = ["CARD", "CN_ID", "CN_MOBILE", "EMAIL", "IBAN", "IPV4", "IPV6", "KINDS", "PERSON", "PHONE", "SECRET",
+           "US_SSN", "Span", "find_spans"]
 
 # ---------------------------------------------------------------- numbers
 # Separators allowed inside a number: ASCII/full-width/ideographic spaces, all kinds of dashes,
@@ -45,6 +37,10 @@ _DASH_CHARS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d
 _CARD_SEPS = _SPACE_CHARS | _DASH_CHARS
 _TRUNK0_REGIONS = ("GB", "DE", "FR", "IT", "ES", "NL", "AU", "IN", "JP", "BR", "CN")
 _IPV4_SKIP = ("127.", "0.0.0.0", "255.255.255.255")
+_DATE = re.compile(
+    r"(?:(?:19|20)\d\d([-/.])(?:0?[1-9]|1[0-2])\1(?:0?[1-9]|[12]\d|3[01])|(?:0?[1-9]|[12]\d|3[01])([-/.])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d"
+    r"|(?:0?[1-9]|1[0-2])([-/.])(?:0?[1-9]|[12]\d|3[01])\3(?:19|20)\d\d)(?!\d)"
+)
 _SSN = re.compile(r"\d{3}-\d{2}-\d{4}")  # dashed only: bare 9-digit runs are too common
 
 
@@ -114,6 +110,8 @@ def _classify_number_uncached(raw: str) -> str | None:
     if has_x:
         return CN_ID if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits) else None
     plus = raw[0] in "+\uff0b"
+    if not plus and _DATE.match(raw):  # 2015-12-22 04, 22.12.2015: a date (and time), no phone
+        return None
     if "." in seps:
         parts = raw.split(".")
         if len(parts) == 4 and seps == {"."} and all(1 <= len(p) <= 3 and p.isdigit() for p in parts):
@@ -350,6 +348,9 @@ def _ipv6(text: str, out: list[Span]) -> None:
             continue
         if b < n and (text[b].isalnum() or text[b] == "_"):
             continue
+        groups = [g for g in cand.split(":") if g]
+        if len(groups) < 4 and not any(len(g) >= 3 for g in groups):
+            continue  # x[0::2], a[1::3]: slices, not addresses
         try:
             addr = ipaddress.IPv6Address(cand)
         except ValueError:
@@ -381,6 +382,31 @@ _KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t]
 _KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]{0,8}(?:[:：=]|是|为)[ \t\u3000]{0,8}([^\s\x00，。；、\"'”“]{4,})")
 _PASSWORD_WORDS = ("pass", "pwd")
 _KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+_BARE_PASSWORD = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:password|passwd|passcode|pwd)[ \t]+([^\s\x00\"',;{}<>()\[\]:=]{4,})")
+_CREDENTIAL_PARTS = frozenset(
+    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd credential credentials".split()
+)
+_IDENT_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_CODE_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _credential_name(ident: str) -> bool:
+    """api_key, apiKey, SECRET_KEY, access-token, password: a credential's name. tokenizer,
+    monkey, keyboard, passenger: not (the key word is not a whole part of the name)."""
+    return any(part.lower() in _CREDENTIAL_PARTS for part in _IDENT_PARTS.findall(ident))
+
+
+def _is_code(text: str, m: re.Match) -> bool:
+    """The value is an expression, not a literal: a call (BertTokenizer.from_pretrained(...)),
+    an attribute path (os.environ.get), an identifier in snake_case."""
+    v = m.group(1)
+    if m.end(1) < len(text) and text[m.end(1)] == "(":
+        return True
+    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ"):
+        return True
+    return v.isidentifier() and "_" in v and v.lower() == v and not any(c.isdigit() for c in v)
 
 
 def _entropy(s: str) -> float:
@@ -417,6 +443,10 @@ def _secrets(text: str, lo: str, out: list[Span]) -> None:
                 if m:
                     out.append(Span(p, m.end(), SECRET))
             p = hay.find(kw, p + 1)
+    if "pass" in lo or "pwd" in lo:
+        for m in _BARE_PASSWORD.finditer(text):  # "password hunter2", "pwd Tr0ub4dor"
+            if any(c.isdigit() or not c.isalnum() for c in m.group(1)):
+                out.append(Span(m.start(1), m.end(1), SECRET))
     if not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
         return
     for kw in _KV_WORDS:
@@ -427,8 +457,8 @@ def _secrets(text: str, lo: str, out: list[Span]) -> None:
                 a = p
                 while a > 0 and p - a < 30 and text[a - 1] in _KEYWORD_CHARS:
                     a -= 1
-                word = lo[a : m.start(1)]
-                if _secret_value_ok(word, m.group(1)):
+                ident = text[a : m.start(1)].split("=")[0].split(":")[0].strip(" \t\"'")
+                if (_credential_name(ident) or _credential_name(ident.lower())) and _secret_value_ok(lo[a : m.start(1)], m.group(1)) and not _is_code(text, m):
                     out.append(Span(m.start(1), m.end(1), SECRET))
             p = lo.find(kw, p + 1)
 
@@ -438,126 +468,28 @@ def _secrets_cn(text: str, out: list[Span]) -> None:
         out.append(Span(m.start(2), m.end(2), SECRET))
 
 
-# ---------------------------------------------------------------- names
-# Latin letters with diacritics count (Zoë Ångström, Łukasz Żółć, Søren); Latin Extended-A mixes
-# cases, so its whole block is allowed in both places.
-_UP = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f"
-_LOW = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
-_CAP = "[" + _UP + "][" + _LOW + "]+(?:['\\-][" + _UP + "]?[" + _LOW + "]+)?"
-_NAME_WORDS = r"(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
-# trigger (found lower-cased) -> (pattern matched at the trigger, strong?)
-# strong triggers accept any capitalised word; weak ones only a known first name.
-_EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
-    "my name": (re.compile(r"(?i:my name)(?: is|'s|:)?[ \t]{1,4}" + _NAME_WORDS), True),
-    "name is": (re.compile(r"(?i:name is)[ \t]{1,4}" + _NAME_WORDS), True),
-    "name:": (re.compile(r"(?i:name:)[ \t]{0,4}" + _NAME_WORDS), True),
-    "call me": (re.compile(r"(?i:call me)[ \t]{1,4}" + _NAME_WORDS), True),
-    "regards,": (re.compile(r"(?i:regards),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
-    "sincerely,": (re.compile(r"(?i:sincerely),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
-    "dear ": (re.compile(r"(?i:dear)[ \t]{1,4}(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})?" + _NAME_WORDS), True),
-    "i am ": (re.compile(r"I am[ \t]{1,4}" + _NAME_WORDS), False),
-    "i'm ": (re.compile(r"I'm[ \t]{1,4}" + _NAME_WORDS), False),
-    "i\u2019m ": (re.compile(r"I\u2019m[ \t]{1,4}" + _NAME_WORDS), False),
-    "this is ": (re.compile(r"(?i:this is)[ \t]{1,4}" + _NAME_WORDS), False),
-    "hi ": (re.compile(r"(?i:hi)[ \t]{1,4}" + _NAME_WORDS), False),
-    "hello ": (re.compile(r"(?i:hello)[ \t]{1,4}" + _NAME_WORDS), False),
-}
-_EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
-_TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
-_CN_STOP = frozenset(
-    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
-    "先女经医教同律总请"
-)
-
-
-def _cn_name_at(text: str, i: int) -> int:
-    """End of a Chinese name starting at i (surname from the gazetteer + 1-2 given characters), or -1."""
-    n = len(text)
-    if text[i : i + 2] in CN_SURNAMES_2:
-        j = i + 2
-    elif i < n and text[i] in CN_SURNAMES_1:
-        j = i + 1
-    else:
-        return -1
-    k = j
-    while k < n and k - j < 2 and "\u4e00" <= text[k] <= "\u9fff" and text[k] not in _CN_STOP:
-        k += 1
-    return k if k > j else -1
-
-
-def _add_en_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> None:
-    words = m.group("name").split()
-    start = m.start("name")
-    # after a title the span starts at the title ("Mr. Brown"): the substitute keeps the title
-    # and draws the name from surnames
-    title_start = m.start("title") if "title" in m.re.groupindex and m.group("title") else -1
-    if not strong and words[0] not in EN_FIRST:
-        return
-    if words[0] in EN_NOT_NAMES:
-        return
-    keep = [words[0]]
-    for w in words[1:]:
-        if w in EN_NOT_NAMES:
-            break
-        keep.append(w)
-    end = text.find(keep[-1], start) + len(keep[-1])
-    out.append(Span(title_start if title_start >= 0 else start, end, PERSON))
-
-
-def _names(text: str, lo: str, out: list[Span]) -> None:
-    has_name, has_i = "name" in lo, "I" in text
-    for trig, (pat, strong) in _EN_TRIGGERS.items():
-        if ("name" in trig and not has_name) or (trig[0] == "i" and not has_i):
-            continue
-        p = lo.find(trig)
-        while p != -1:
-            if p == 0 or not text[p - 1].isalpha():
-                m = pat.match(text, p)
-                if m:
-                    _add_en_name(text, m, strong, out)
-            p = lo.find(trig, p + 1)
-    for trig in _TITLE_FIND:
-        p = text.find(trig)
-        while p != -1:
-            if p == 0 or not text[p - 1].isalpha():
-                m = _EN_TITLE.match(text, p)
-                if m:
-                    _add_en_name(text, m, True, out)
-            p = text.find(trig, p + 1)
-
-
-_CN_TRIGGERS = ("我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
-                "患者", "客户", "他叫", "她叫", "名叫", "署名", "持卡人", "户名")
-_CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监")
-_CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
-
-
-_CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=len, reverse=True)))
-_CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
-
-
-def _names_cn(text: str, out: list[Span]) -> None:
-    for m in _CN_NAME_CUES.finditer(text):
-        if m.group() in _CN_TRIGGER_SET:  # 我叫/姓名/联系人...: the name follows
-            i = m.end()
-            gap = 0
-            while gap < 2 and i < len(text) and text[i] in _CN_TRIGGER_GAP:
-                i += 1
-                gap += 1
-            e = _cn_name_at(text, i)
-            if e > 0:
-                out.append(Span(i, e, PERSON))
-        else:  # 先生/女士/老师...: the name precedes
-            i = m.start()
-            for ln in (3, 2, 4):
-                st = i - ln
-                if st >= 0 and _cn_name_at(text, st) == i:
-                    out.append(Span(st, i, PERSON))
-                    break
-
-
 # ---------------------------------------------------------------- all together
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _other_mentions(text: str, spans: list[Span], n_before: int) -> None:
+    """Mentions of the names in spans[n_before:], within the string each was found in (a NUL
+    separates the strings of a batch: a name found in one is not looked for in another here;
+    the scrubber does that for a whole body)."""
+    found = spans[n_before:]
+    if "\x00" not in text:
+        mentions(text, {w for sp in found for w in name_words(text[sp.start : sp.end])}, spans)
+        return
+    by_segment: dict[int, set[str]] = {}
+    for sp in found:
+        seg_start = text.rfind("\x00", 0, sp.start) + 1
+        by_segment.setdefault(seg_start, set()).update(name_words(text[sp.start : sp.end]))
+    for start, words in by_segment.items():
+        end = text.find("\x00", start)
+        end = len(text) if end < 0 else end
+        seg: list[Span] = []
+        mentions(text[start:end], words, seg)
+        spans.extend(Span(a + start, b + start, k) for a, b, k in seg)
 
 
 def find_spans(text: str) -> list[Span]:
@@ -578,10 +510,11 @@ def find_spans(text: str) -> list[Span]:
     _numbers(text, spans)
     if ":" in text:
         _ipv6(text, spans)
-    if letters:
-        _names(text, lo, spans)
+    n_before = len(spans)
+    find_names(text, lo, ascii_text, letters, spans)
+    if len(spans) > n_before:  # every other mention of a name found here is the person too
+        _other_mentions(text, spans, n_before)
     if not ascii_text:
-        _names_cn(text, spans)
         _secrets_cn(text, spans)
     if not spans:
         return spans

@@ -1,7 +1,15 @@
-"""Name lists, taken from Faker's locale data (shipped with the faker package, no downloads)."""
+"""Name lists, taken from Faker's locale data (shipped with the faker package, no downloads), and
+the English word list the name detector tells names from words with (anonymize/data/)."""
 
 from __future__ import annotations
 
+import gzip
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import faker.providers.person as _person
 from faker.providers.person.en_US import Provider as _En
 from faker.providers.person.zh_CN import Provider as _Zh
 
@@ -37,6 +45,64 @@ EN_NOT_NAMES: frozenset[str] = frozenset(
     "Users Valued Member Members Reader Readers Everyone Mr Mrs Ms Miss Dr Prof Professor Sirs Client "
     "The A An This That Not Sorry So Very Just Here There Happy Glad Going Trying Working Looking Writing "
     "Interested Using Unable Able Sure Afraid Also Still Now Currently Really An Assistant AI Claude ChatGPT "
-    "English Chinese American British French German Japanese Indian".split()
+    "English Chinese American British French German Japanese Indian None True False Null Nil".split()
 )
 TITLES: frozenset[str] = frozenset("Mr Mrs Ms Miss Dr Prof Professor Mx".split())
+
+
+# ---------------------------------------------------------------- detection lists
+# Every Faker locale's first and last names in Latin script (romanized lists included: Japanese,
+# Chinese pinyin), so names from anywhere are known, not only English ones.
+_LATIN_NAME = re.compile(r"^[A-Z\u00c0-\u00de\u0100-\u024f][A-Za-z\u00c0-\u024f'\u2019\-]+$")
+
+
+def _faker_names() -> tuple[frozenset[str], frozenset[str]]:
+    first: set[str] = set()
+    last: set[str] = set()
+    for mod in pkgutil.iter_modules(_person.__path__):
+        prov = importlib.import_module(f"{_person.__name__}.{mod.name}").Provider
+        for attr, into in (("first_name", first), ("first_romanized", first), ("last_name", last), ("last_romanized", last)):
+            for name in dir(prov):
+                if name.startswith(attr):
+                    v = getattr(prov, name)
+                    if isinstance(v, dict):
+                        v = list(v)
+                    if isinstance(v, (list, tuple, set, frozenset)):
+                        into.update(x for x in v if isinstance(x, str) and _LATIN_NAME.match(x))
+    return frozenset(first), frozenset(last)
+
+
+NAME_FIRST, NAME_LAST = _faker_names()
+NAME_FIRST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_FIRST)
+NAME_LAST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_LAST)
+
+# Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
+# words as well as names, "carla" and "nakamura" are not.
+with gzip.open(Path(__file__).with_name("data") / "english_words.txt.gz", "rt", encoding="ascii") as _f:
+    ENGLISH_WORDS: frozenset[str] = frozenset(_f.read().split())
+
+# Capitalised words that are in the name lists but are, in running text, mostly something else:
+# months, days, places, languages, products. A run made only of these is not a person.
+NOT_PERSON_WORDS: frozenset[str] = frozenset(
+    """January February March April May June July August September October November December
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday Christmas Easter Halloween
+    America American Americans Europe European Asia Asian Africa African Australia Australian
+    China Chinese Japan Japanese India Indian Korea Korean France French Germany German Italy Italian
+    Spain Spanish Portugal Portuguese Russia Russian Brazil Brazilian Canada Canadian Mexico Mexican
+    England English Britain British Ireland Irish Scotland Scottish Wales Welsh Israel Jordan Georgia
+    Egypt Turkey Greece Greek Sweden Swedish Norway Norwegian Denmark Danish Finland Finnish Poland Polish
+    Holland Dutch Belgium Austria Swiss Switzerland Paris London Berlin Madrid Rome Vienna Moscow Tokyo
+    Beijing Shanghai Sydney Melbourne Toronto Chicago Boston Houston Dallas Austin Denver Phoenix Seattle
+    Atlanta Miami Orlando Vegas Francisco Angeles Diego Jose York Jersey Washington Virginia Carolina
+    Florida Texas California Arizona Nevada Oregon Montana Dakota Indiana Kentucky Tennessee Alabama
+    Louisiana Arkansas Missouri Kansas Nebraska Iowa Minnesota Wisconsin Michigan Ohio Pennsylvania
+    Maryland Delaware Vermont Maine Alaska Hawaii Idaho Utah Wyoming Colorado Oklahoma Mississippi
+    Manhattan Brooklyn Queens Bronx Hollywood Silicon Victoria Florence Venice Milan Naples Geneva
+    Lincoln Jackson Madison Charlotte Columbus Cleveland Nashville Memphis Portland Raleigh Richmond
+    Python Java Julia Ruby Rust Swift Kotlin Scala Perl Haskell Pascal Ada Dart Elixir Erlang Lua Go
+    Linux Windows Ubuntu Debian Docker Kubernetes Django Flask React Angular Vue Node Apple Google
+    Amazon Microsoft Meta Tesla Nvidia Intel Oracle Adobe Netflix Uber Airbnb Spotify Twitter Facebook
+    Claude Gemini Llama Mistral Qwen Gemma Phi Falcon Vicuna Alpaca Siri Alexa Cortana Copilot
+    God Jesus Christ Lord Allah Buddha Bible Mars Venus Jupiter Saturn Mercury Pluto Earth Moon Sun
+    Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx""".split()
+)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import fastjson
-from .detectors import SECRET, Span, find_spans
+from .detectors import PERSON, SECRET, Span, find_spans
+from .names import NAME_KEY, looks_like_name, mention_pattern, name_words
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
 
@@ -113,6 +114,8 @@ class Scrubber:
         self.stats = _Stats()
         self._cache_min = _CACHE_MIN_CHARS
         self._frags = fastjson.FragmentCache()
+        self._names_of: dict[str, frozenset[str]] = {}  # string -> the name words found in it
+        self._named: list[str] = []  # _collect -> _scrub_tree: strings of the body with names
 
     def disable_text_cache(self) -> None:
         """Scan every string even when it was seen before (benchmarks; results are identical)."""
@@ -120,6 +123,7 @@ class Scrubber:
         self._whole.clear()
         self._whole_chars = 0
         self._frags.clear()
+        self._names_of.clear()
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
@@ -253,18 +257,57 @@ class Scrubber:
             counts: dict[str, int] = {}
             pos = 0
             sub = self._subs.substitute
+            names: set[str] = set()
             for s, e, kind in spans:
                 pieces.append(text[pos:s])
                 pieces.append(sub(kind, text[s:e]))
                 counts[kind] = counts.get(kind, 0) + 1
+                if kind == PERSON:
+                    names.update(name_words(text[s:e]))
                 pos = e
             pieces.append(text[pos:])
             out = "".join(pieces)
             if len(out) != len(text):
                 raise AssertionError("substitute changed the length")
+            if names:
+                self._remember_names(text, names)
             return Scrubbed(out, counts)
         except Exception as e:  # noqa: BLE001
             return self._masked(text, f"scrubber failed ({type(e).__name__}); masked")
+
+    def _remember_names(self, text: str, names: set[str]) -> None:
+        if len(self._names_of) >= _CACHE_MAX_ENTRIES:
+            self._names_of.clear()
+        self._names_of[text] = frozenset(names)
+
+    def names_in(self, text: str) -> frozenset[str]:
+        """The name words found in one original string (remembered when it was scrubbed)."""
+        hit = self._names_of.get(text)
+        if hit is None:
+            hit = frozenset(w for s, e, kind in find_spans(text) if kind == PERSON for w in name_words(text[s:e]))
+            self._remember_names(text, set(hit))
+        return hit
+
+    def _name_value(self, value: str) -> str:
+        """A whole value under a name-like key ({"customer": "Henrik Nakamura"}): a person."""
+        self._remember_names(value, set(name_words(value)))
+        return self._subs.substitute(PERSON, value)
+
+    def replace_mentions(self, text: str, pattern: re.Pattern) -> tuple[str, int]:
+        """Every mention `pattern` finds in `text`, replaced by its name's substitute."""
+        pieces = []
+        pos = n = 0
+        for m in pattern.finditer(text):
+            word = m.group()
+            pieces.append(text[pos : m.start()])
+            cjk = any("\u3400" <= c <= "\u9fff" for c in word)
+            pieces.append(self._subs.substitute(PERSON, word) if cjk else self._subs.name_word(word))
+            pos = m.end()
+            n += 1
+        if not n:
+            return text, 0
+        pieces.append(text[pos:])
+        return "".join(pieces), n
 
     def mask_text(self, text: str) -> str:
         """Every letter and digit replaced by a class-preserving placeholder (no detection)."""
@@ -298,12 +341,42 @@ class Scrubber:
             root, n_secret, order = self._collect(value, inplace, openai, strings, dsts, keys)
         else:
             root = [value]
+            openai = False
             _, n_secret, order = self._collect(root, True, False, strings, dsts, keys)
         results = self._resolve(strings, dsts, keys)
         counts = _ordered_counts(n_secret, order, results)
+        named = self._named
+        self._named = []
+        named += [t for t, r in zip(strings, results) if PERSON in r.counts]
+        if named:  # a name found anywhere in the body is replaced everywhere in it
+            words = frozenset().union(*(self.names_in(t) for t in named))
+            if words:
+                n = self._propagate(root, mention_pattern(words), openai)
+                if n:
+                    counts[PERSON] = counts.get(PERSON, 0) + n
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
         return root, counts
+
+    def _propagate(self, root: Any, pattern: re.Pattern, openai: bool) -> int:
+        """Other mentions of the body's names in its scrubbed strings (protocol fields kept)."""
+        n = 0
+        stack: list[tuple[Any, Any]] = [(root, None)]
+        while stack:
+            node, key = stack.pop()
+            items = node.items() if type(node) is dict else enumerate(node)
+            for k, v in items:
+                kk = k if type(node) is dict else key
+                if type(v) is str:
+                    if openai and type(kk) is str and kk in _OPENAI_KEEP:
+                        continue
+                    new, c = self.replace_mentions(v, pattern)
+                    if c:
+                        node[k] = new
+                        n += c
+                elif type(v) is dict or type(v) is list:
+                    stack.append((v, kk))
+        return n
 
     def _resolve(self, strings: list[str], dsts: list[Any], keys: list[Any]) -> list[Scrubbed]:
         """Scrub the queued strings (one scan for all) and write each result where it goes."""
@@ -324,6 +397,7 @@ class Scrubber:
         is filled). bodywalk.collect_parsed is the same walk for values orjson parsed."""
         order: list[Any] = []
         n_secret = 0
+        named = self._named = []  # original strings in which a name was found (cache hits)
         whole_get = self._whole.get
         cmin = self._cache_min
         hits = 0
@@ -339,6 +413,11 @@ class Scrubber:
                     if v and _is_secret_key(key):
                         n_secret += 1
                         dst[k] = self._subs.substitute(SECRET, v)
+                        return
+                    if _is_name_key(key) and looks_like_name(v):
+                        named.append(v)
+                        order.append(_ONE_PERSON)
+                        dst[k] = self._name_value(v)
                         return
                 order.append(len(strings))
                 dsts.append(dst)
@@ -380,6 +459,11 @@ class Scrubber:
                             n_secret += 1
                             dst[k] = self._subs.substitute(SECRET, v)
                             continue
+                        if _is_name_key(k) and looks_like_name(v):
+                            named.append(v)
+                            order.append(_ONE_PERSON)
+                            dst[k] = self._name_value(v)
+                            continue
                         if len(v) >= cmin:
                             # seen before (an earlier turn of the conversation, a shared
                             # system prompt): the cached result, without queueing it
@@ -389,6 +473,8 @@ class Scrubber:
                                 dst[k] = hit.text
                                 if hit.counts:
                                     order.append(hit.counts)
+                                    if PERSON in hit.counts:
+                                        named.append(v)
                                 continue
                         order.append(len(strings))
                         dsts.append(dst)
@@ -494,6 +580,19 @@ class Scrubber:
 
 
 _secret_key_memo: dict[str, bool] = {}
+_name_key_memo: dict[str, bool] = {}
+_ONE_PERSON = {PERSON: 1}
+
+
+def _is_name_key(key: Any) -> bool:
+    if type(key) is not str:
+        return False
+    hit = _name_key_memo.get(key)
+    if hit is None:
+        hit = bool(NAME_KEY.match(key))
+        if len(_name_key_memo) < 10_000:
+            _name_key_memo[key] = hit
+    return hit
 
 
 def _is_secret_key(key: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
+import re
 import unicodedata
 
 from . import detectors as D
@@ -17,7 +18,8 @@ from .keyedhash import KeyedSHA256
 from .keyedrandom import KeyedRandom
 from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
-    CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, TITLES,
+    CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, NAME_FIRST,
+    TITLES,
 )
 
 _CN_PROVINCES = (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65)
@@ -25,6 +27,8 @@ _DATE0 = _dt.date(1950, 1, 1).toordinal()
 _DATE1 = _dt.date(2005, 12, 31).toordinal()
 _SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
                     "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-")
+_NAME_PARTS = re.compile(r"([-'\u2019.])")
+_NAME_SEPARATORS = frozenset("-'\u2019.")
 _REDRAWS = 16  # redraws before giving up on a value that has nothing to change (no letter, no digit)
 _NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN}
 
@@ -213,25 +217,42 @@ class Substituter:
             return self._cn_name(orig, rng)
         out = []
         words = orig.split(" ")
-        surname_only = False
-        if words[0].rstrip(".") in TITLES:  # "Mr. Brown": keep the title, the rest are surnames
+        if words[0].rstrip(".") in TITLES:  # "Mr. Brown": the title is kept
             out.append(words[0])
             words = words[1:]
-            surname_only = True
-        for i, w in enumerate(words):
-            if not w:  # repeated spaces after a title
-                out.append(w)
-                continue
-            first = i == 0 and not surname_only
-            pool = (EN_FIRST_BY_LEN if first else EN_LAST_BY_LEN).get(len(w)) if w.isalpha() else None
-            if pool and len(pool) >= 4:
-                choice = rng.choice(pool)
-                if choice.lower() == w.lower():
-                    choice = pool[(pool.index(choice) + 1) % len(pool)]
-                out.append(apply_case(w, choice))
-            else:
-                out.append(fill(w, rng, pronounceable=True))
+        for w in words:
+            out.append(self.name_word(w) if w else w)  # "" between repeated spaces
         return " ".join(out)
+
+    def name_word(self, word: str) -> str:
+        """One word of a Latin-script name, keyed by the word alone, so every mention of "Lena"
+        gets the same substitute whether it stands alone or in "Lena Andersson". Drawn from
+        the first names when the word is a known first name, else from the surnames; the parts
+        of "O'Brien-Sullivan" one by one."""
+        hit = self._cache.get(("name_word", word))
+        if hit is not None:
+            return hit
+        parts = _NAME_PARTS.split(word)
+        out = []
+        for p in parts:
+            if len(p) < 2 or not p.isalpha():
+                out.append(p if p in _NAME_SEPARATORS else fill(p, self.rng("name_part", p.casefold()), pronounceable=True))
+                continue
+            key = p.casefold()
+            cap = p[:1].upper() + p[1:].lower()
+            pool = (EN_FIRST_BY_LEN if cap in NAME_FIRST else EN_LAST_BY_LEN).get(len(p))
+            prng = self.rng("name_word", key)
+            if pool and len(pool) >= 4:
+                choice = prng.choice(pool)
+                if choice.casefold() == key:
+                    choice = pool[(pool.index(choice) + 1) % len(pool)]
+                out.append(apply_case(p, choice))
+            else:
+                out.append(fill(p, prng, pronounceable=True))
+        new = "".join(out)
+        if len(self._cache) < self._cache_size:
+            self._cache[("name_word", word)] = new
+        return new
 
     def _cn_name(self, orig: str, rng: KeyedRandom) -> str:
         out = []

@@ -27,9 +27,10 @@ PINNED_BODY = json.dumps(
     },
     ensure_ascii=False,
 ).encode()
-# produced by the scrubber at commit 7c40818, before the speed-ups
+# produced by the scrubber at commit 7c40818, before the speed-ups; Latin-script names since
+# they are substituted word by word (every mention of a name gets one substitute)
 PINNED_OUT = (
-    '{"model": "m", "messages": [{"role": "user", "content": "My name is Wayne Gibbs, mail divub.zasac@gudehiw.com, '
+    '{"model": "m", "messages": [{"role": "user", "content": "My name is Nancy Jared, mail divub.zasac@gudehiw.com, '
     'call +1 478 034 6588 or 14226956767, card 4402 4692 9521 6967, 我叫龚伟强，身份证 63201219560328897X, '
     'key sk-fqcxpvoarsvhhtry5569, ip 34.0.9.0"}], "api_key": "vauucj5-bllupr"}'
 )

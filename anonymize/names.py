@@ -1,0 +1,487 @@
+"""Person names, found by what they are, not only after a trigger phrase.
+
+Latin script (English and other languages written in it): every run of capitalised words is
+looked at. A word is a *first* or *last* name when one of Faker's locales lists it, and a *word*
+when the English word list has it in lower case; a name that is not also a word ("Carla",
+"Nakamura") is strong evidence, one that is ("Will", "Grace", "Brown") needs company: a second
+name, a title, or a cue such as "said", "Dear", "customer" or a possessive. Trigger phrases
+("my name is", "Regards,") still take any capitalised words, and lower-case names after them.
+
+Chinese: jieba's part-of-speech tagger (rjieba, the Rust port) marks person names (`nr`); a name
+is kept when it starts with a surname of the gazetteer, is a transliterated name joined by `·`,
+or stands before an honorific (先生, 女士, 小姐, 老师, 总, ...) or after a cue (我叫, 客户, 用户, 由, ...).
+
+`find_names(text, out)` appends PERSON spans; `mentions(text, names, out)` finds the other
+mentions of names already found (a second "Lena" after "my name is Lena Andersson")."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from .gazetteer import (
+    CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
+    NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES,
+)
+from .spans import PERSON, Span
+
+# ---------------------------------------------------------------- Latin script
+_UP = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f"
+_LOW = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
+_CAP = "[" + _UP + "][" + _LOW + "]+(?:['\\-][" + _UP + "]?[" + _LOW + "]+)?"
+# one capitalised word: O'Brien, D'Angelo, McDonald, Marie-Claire, Whitfield-Barnes (never the
+# possessive 's, which stays outside)
+_WORD = "(?:Mc|Mac|O['\u2019]|D['\u2019])?[" + _UP + "][" + _LOW + "]+(?:-[" + _UP + "][" + _LOW + "]+)*"
+_PARTICLES = "van|von|de|der|den|da|di|du|del|della|la|le|bin|ibn|al|dos|das|ter|ten|y"
+_GAP = "[ \u00a0]{1,2}"
+_RUN = re.compile(
+    # not inside an identifier, a path, a handle or an attribute access
+    r"(?<![\w\-.@/\\#$%&*+=<>|~^`])"
+    + _WORD
+    + "(?:" + _GAP + "(?:[" + _UP + r"]\." + _GAP + "|[" + _UP + "]" + _GAP + ")*(?:(?:" + _PARTICLES + ")" + _GAP + ")*" + _WORD + "){0,3}"
+    # not glued to a word, a call, a path or an attribute (Foo(), Foo.bar, Foo/bar)
+    + r"(?![\w(@/\\]|\.\w|-\w|['\u2019][A-Za-z]{2})"
+)
+_PIECE = re.compile(r"\S+")
+_INITIAL = re.compile("[" + _UP + r"]\.?$")
+_PARTICLE_SET = frozenset(_PARTICLES.split("|"))
+_TITLE_WORDS = frozenset(t.lower() for t in TITLES) | {"mr.", "mrs.", "ms.", "dr.", "prof.", "mx."}
+
+# the word right before a run that makes its names count (lower case)
+_STRONG_CUES = frozenset(
+    "dear hi hello hey thanks thank said asked told named called customer patient client user employee "
+    "colleague manager contact applicant tenant student teacher doctor nurse caller agent passenger guest "
+    "member author sender recipient attn cc signed regards sincerely cheers "
+    "professor sir madam meet ask call tell tells emailed met by".split()
+)
+_WEAK_CUES = _STRONG_CUES | frozenset("and with to from for is am was".split())
+_POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
+_PREV_WORD = re.compile(r"([A-Za-z]+)\.?[ \t]*[:,]?[ \t]*$")
+_TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?[ \t]{1,3}$")
+_NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
+_SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
+
+# a memo of word classes: (first name, last name, English word)
+_CLASS: dict[str, tuple[bool, bool, bool]] = {}
+
+
+def _classify(w: str) -> tuple[bool, bool, bool]:
+    hit = _CLASS.get(w)
+    if hit is not None:
+        return hit
+    lower = w.lower()
+    if "-" in w:
+        parts = [p for p in w.split("-") if p]
+        first = w in NAME_FIRST or all(p in NAME_FIRST for p in parts)
+        last = w in NAME_LAST or any(p in NAME_LAST for p in parts) or (
+            len(parts) > 1 and not any(p.lower() in ENGLISH_WORDS for p in parts)
+        )
+        word = all(p.lower() in ENGLISH_WORDS for p in parts)
+    else:
+        first, last = w in NAME_FIRST, w in NAME_LAST
+        word = lower in ENGLISH_WORDS
+        if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
+            last = last or not word
+    if w in NOT_PERSON_WORDS or w in EN_NOT_NAMES:
+        first = last = False
+        word = True
+    res = (first, last, word)
+    if len(_CLASS) < 200_000:
+        _CLASS[w] = res
+    return res
+
+
+def _sentence_start(text: str, s: int) -> bool:
+    i = s - 1
+    while i >= 0 and text[i] in " \u00a0":
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_END or text[i] == "\x00"
+
+
+def _prev_word(text: str, s: int) -> str:
+    """The word right before position s, lower case."""
+    m = _PREV_WORD.search(text, max(0, s - 24), s)
+    return m.group(1).lower() if m else ""
+
+
+def _latin(text: str, out: list[Span]) -> None:
+    for m in _RUN.finditer(text):
+        pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(m.group())]
+        base = m.start()
+        words = []  # (start, end, word, first, last, word)
+        for a, b, w in pieces:
+            if _INITIAL.match(w) or w in _PARTICLE_SET:
+                words.append((base + a, base + b, w, None))
+            else:
+                words.append((base + a, base + b, w, _classify(w)))
+        # titles inside the run ("Dr Nakamura", and "Cheriton Dr", where it is no title) and
+        # plain words at either end ("Patient Eleanor", "Eleanor Street") are not the name
+        title_at = -1
+        while words and (words[0][3] is None or words[0][2].lower() in _TITLE_WORDS or _only_word(words[0][3])):
+            if words[0][2].lower() in _TITLE_WORDS and len(words) > 1:
+                title_at = words[0][0]
+            words.pop(0)
+        while words and (words[-1][3] is None or words[-1][2].lower() in _TITLE_WORDS or _only_word(words[-1][3])):
+            words.pop()
+        if not words:
+            continue
+        # a plain word inside ("Carla And Sandra" in a title-cased line) splits the run
+        groups: list[list] = [[]]
+        for w in words:
+            if w[3] is not None and _only_word(w[3]):
+                groups.append([])
+            else:
+                groups[-1].append(w)
+        for g in groups:
+            while g and g[-1][3] is None:
+                g.pop()
+            if g:
+                _judge(text, g, title_at if g is groups[0] else -1, out)
+
+
+def _only_word(c: tuple[bool, bool, bool]) -> bool:
+    return c[2] and not c[0] and not c[1]
+
+
+def _judge(text: str, g: list, title_at: int, out: list[Span]) -> None:
+    s, e = g[0][0], g[-1][1]
+    prev = _prev_word(text, title_at if title_at >= 0 else s)
+    if title_at < 0:
+        t = _TITLE_BEFORE.search(text, max(0, s - 10), s)
+        if t:  # "Dr. Nakamura": the span starts at the title
+            title_at = t.start()
+    named = [w for w in g if w[3] is not None]
+    strong = [w for w in named if (w[3][0] or w[3][1]) and not w[3][2]]
+    first, last = named[0][3], named[-1][3]
+    if title_at >= 0:
+        ok = True
+    elif len(named) >= 2:
+        unknown_last = not (last[0] or last[1] or last[2])
+        unknown_first = not (first[0] or first[1] or first[2])
+        ok = bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1])
+        if not ok and (first[0] or first[1]) and prev in _WEAK_CUES:
+            ok = True
+    else:
+        c = first
+        nxt = _NEXT_WORD.match(text, e)
+        post = text.startswith(("'s", "\u2019s"), e) or (nxt is not None and nxt.group(1) in _POST_CUES)
+        if c[0] and not c[2]:  # a first name that is no word: Carla, Sandra, Eleanor
+            ok = True
+        elif c[1] and not c[2]:  # a surname alone: Nakamura said, customer Nakamura
+            ok = prev in _STRONG_CUES or post
+        elif c[0] or c[1]:  # Will, Grace, Brown: a word too
+            ok = prev in _STRONG_CUES or (post and not _sentence_start(text, s))
+        else:  # unknown capitalised word: only where the context says it is a name
+            ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
+    if ok:
+        out.append(Span(title_at if title_at >= 0 else s, e, PERSON))
+
+
+# ---------------------------------------------------------------- trigger phrases
+_NAME_WORDS = r"(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
+_LOWER_NAME = r"(?P<lname>[a-z]+(?:[ \t][a-z]+)?)"
+# trigger (found lower-cased) -> (pattern matched at the trigger, strong?)
+# strong triggers accept any capitalised word (and lower-case known names); weak ones only a
+# known first name.
+_EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
+    "my name": (re.compile(r"(?i:my name)(?: is|'s|:)?[ \t]{1,4}(?:" + _NAME_WORDS + "|" + _LOWER_NAME + ")"), True),
+    "name is": (re.compile(r"(?i:name is)[ \t]{1,4}(?:" + _NAME_WORDS + "|" + _LOWER_NAME + ")"), True),
+    "name:": (re.compile(r"(?i:name:)[ \t]{0,4}" + _NAME_WORDS), True),
+    "call me": (re.compile(r"(?i:call me)[ \t]{1,4}(?:" + _NAME_WORDS + "|" + _LOWER_NAME + ")"), True),
+    "regards,": (re.compile(r"(?i:regards),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
+    "sincerely,": (re.compile(r"(?i:sincerely),[ \t\r\n]{1,4}" + _NAME_WORDS), True),
+    "dear ": (re.compile(r"(?i:dear)[ \t]{1,4}(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})?" + _NAME_WORDS), True),
+    "i am ": (re.compile(r"I am[ \t]{1,4}" + _NAME_WORDS), False),
+    "i'm ": (re.compile(r"I'm[ \t]{1,4}" + _NAME_WORDS), False),
+    "i\u2019m ": (re.compile(r"I\u2019m[ \t]{1,4}" + _NAME_WORDS), False),
+    "this is ": (re.compile(r"(?i:this is)[ \t]{1,4}" + _NAME_WORDS), False),
+}
+_EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
+_TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
+
+
+def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> None:
+    if m.groupdict().get("lname"):  # my name is lena andersson: known names only
+        words = m.group("lname").split()
+        keep = []
+        for w in words:
+            if w in NAME_FIRST_LOWER or w in NAME_LAST_LOWER:
+                keep.append(w)
+            else:
+                break
+        if keep:
+            s = m.start("lname")
+            out.append(Span(s, text.find(keep[-1], s) + len(keep[-1]), PERSON))
+        return
+    words = m.group("name").split()
+    start = m.start("name")
+    # after a title the span starts at the title ("Mr. Brown"): the substitute keeps the title
+    # and draws the name from surnames
+    title_start = m.start("title") if "title" in m.re.groupindex and m.group("title") else -1
+    if not strong and words[0] not in EN_FIRST and words[0] not in NAME_FIRST:
+        return
+    if words[0] in EN_NOT_NAMES:
+        return
+    keep = [words[0]]
+    for w in words[1:]:
+        if w in EN_NOT_NAMES:
+            break
+        keep.append(w)
+    end = text.find(keep[-1], start) + len(keep[-1])
+    out.append(Span(title_start if title_start >= 0 else start, end, PERSON))
+
+
+def _triggers(text: str, lo: str, out: list[Span]) -> None:
+    has_name, has_i = "name" in lo, "I" in text
+    for trig, (pat, strong) in _EN_TRIGGERS.items():
+        if ("name" in trig and not has_name) or (trig[0] == "i" and not has_i):
+            continue
+        p = lo.find(trig)
+        while p != -1:
+            if p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_"):  # full_file_name is None: no
+                m = pat.match(text, p)
+                if m:
+                    _add_trigger_name(text, m, strong, out)
+            p = lo.find(trig, p + 1)
+    for trig in _TITLE_FIND:
+        p = text.find(trig)
+        while p != -1:
+            if p == 0 or not text[p - 1].isalpha():
+                m = _EN_TITLE.match(text, p)
+                if m:
+                    _add_trigger_name(text, m, True, out)
+            p = text.find(trig, p + 1)
+
+
+# ---------------------------------------------------------------- Chinese
+_CN_STOP = frozenset(
+    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
+    "先女经医教同律总请"
+)
+_CN_TRIGGERS = ("我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
+                "患者", "客户", "用户", "他叫", "她叫", "名叫", "署名", "持卡人", "户名", "由", "经办人", "负责人", "申请人")
+_CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监", "总", "主任", "院长", "校长",
+                  "局长", "处长", "部长", "书记", "董事长", "总裁", "阿姨", "叔叔", "师傅", "同志", "博士", "护士")
+_CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
+_CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=len, reverse=True)))
+_CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
+# words jieba tags as names that are not (honorifics, kinship terms)
+_CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
+    "谢谢 小姐姐 小哥 老板 老公 老婆 阿姨 大爷 大妈 宝宝 亲 亲爱的 同学们 朋友们 小时 小心 小说 小学 小组 小区".split()
+)
+_CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb]{2,}")
+_NR = frozenset(("nr", "nrfg", "nrt"))
+_DOTS = frozenset("\u00b7\u2022\u30fb")
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+def _surname_len(w: str) -> int:
+    if w[:2] in CN_SURNAMES_2:
+        return 2
+    return 1 if w[:1] in CN_SURNAMES_1 else 0
+
+
+def _cn_name_at(text: str, i: int) -> int:
+    """End of a Chinese name starting at i (surname from the gazetteer + 1-2 given characters), or -1."""
+    n = len(text)
+    k = _surname_len(text[i : i + 2])
+    if not k:
+        return -1
+    j = i + k
+    e = j
+    while e < n and e - j < 2 and _is_cjk(text[e]) and text[e] not in _CN_STOP:
+        e += 1
+    return e if e > j else -1
+
+
+_tagger = None
+
+
+def _tag(segment: str) -> list[tuple[str, str]]:
+    global _tagger
+    if _tagger is None:
+        import rjieba
+
+        _tagger = rjieba.tag
+    return _tagger(segment)
+
+
+def _chinese(text: str, out: list[Span]) -> None:
+    toks: list[tuple[int, int, str, str]] = []  # (start, end, word, tag) of every CJK run
+    for m in _CJK_RUN.finditer(text):
+        pos = m.start()
+        run = []
+        for w, t in _tag(m.group()):
+            run.append((pos, pos + len(w), w, t))
+            pos += len(w)
+        _tagged(text, run, out)
+        toks += run
+    _cn_cues(text, toks, out)
+
+
+def _fits_words(toks: list[tuple[int, int, str, str]], s: int, e: int) -> bool:
+    """A name candidate [s, e) found by a cue agrees with the segmentation: no ordinary word
+    of two or more characters overlaps it (客户信用卡: 信用卡 is a word, 信用 no name)."""
+    i = bisect.bisect_right(toks, (s, 1 << 62)) - 1
+    i = max(i, 0)
+    while i < len(toks) and toks[i][0] < e:
+        a, b, w, t = toks[i]
+        if b > s and t not in _NR and len(w) >= 2 and _surname_len(w) != len(w):
+            return False
+        i += 1
+    return True
+
+
+def _tagged(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -> None:
+    i, n = 0, len(toks)
+    while i < n:
+        s, e, w, t = toks[i]
+        j = i
+        if t in _NR or (_surname_len(w) == len(w) and i + 1 < n and toks[i + 1][3] in _NR and len(toks[i + 1][2]) <= 2):
+            # a run of name tokens, and names joined by a middle dot (阿卜杜拉·买买提)
+            while j + 1 < n:
+                if toks[j + 1][3] in _NR:
+                    j += 1
+                elif toks[j + 1][2] in _DOTS and j + 2 < n and len(toks[j + 2][2]) <= 4:
+                    j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
+                else:
+                    break
+            name = text[s : toks[j][1]]
+            first_ok = w not in _CN_NOT_NAMES and (_surname_len(w) or t in ("nrt", "nrfg") or dotted_at(toks, i))
+            if first_ok and name not in _CN_NOT_NAMES and 2 <= len(name) <= 12:
+                end = toks[j][1]
+                while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
+                    cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
+                    name, end = name[:-cut], end - cut
+                if len(name) >= 2:
+                    out.append(Span(s, end, PERSON))
+        i = j + 1
+
+
+def dotted_at(toks: list[tuple[int, int, str, str]], i: int) -> bool:
+    return i + 1 < len(toks) and toks[i + 1][2] in _DOTS
+
+
+def _cn_cues(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -> None:
+    for m in _CN_NAME_CUES.finditer(text):
+        if m.group() in _CN_TRIGGER_SET:  # 我叫/姓名/联系人...: the name follows
+            i = m.end()
+            gap = 0
+            while gap < 2 and i < len(text) and text[i] in _CN_TRIGGER_GAP:
+                i += 1
+                gap += 1
+            e = _cn_name_at(text, i)
+            if e > 0 and _fits_words(toks, i, e):
+                out.append(Span(i, e, PERSON))
+        else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)
+            i = m.start()
+            for ln in (3, 2, 4):
+                st = i - ln
+                if st < 0:
+                    continue
+                k = _surname_len(text[st : st + 2])
+                if k and k < ln and all(_is_cjk(c) and c not in _CN_STOP for c in text[st + k : i]) and _fits_words(toks, st, i):
+                    out.append(Span(st, i, PERSON))
+                    break
+
+
+# ---------------------------------------------------------------- all together
+_ASCII_UPPER = re.compile(r"[A-Z\u00c0-\u00de]")
+
+
+def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Span]) -> None:
+    """Every person name in `text` (`lo`: its lower-cased copy, same length)."""
+    if letters:
+        _triggers(text, lo, out)
+        if _ASCII_UPPER.search(text):
+            _latin(text, out)
+    if not ascii_text:
+        _chinese(text, out)
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a detected name that identify the person on their own (no titles, no
+    initials): "Dr. Eleanor R. Whitfield-Barnes" -> Eleanor, Whitfield-Barnes."""
+    if any(_is_cjk(c) for c in name):
+        return [name] if len(name) >= 2 else []
+    out = []
+    for w in name.replace("\u00a0", " ").split():
+        w = w.rstrip(".,")
+        if len(w) >= 2 and w.lower() not in _TITLE_WORDS and w not in _PARTICLE_SET:
+            out.append(w)
+    return out
+
+
+_PATTERNS: dict[frozenset[str], re.Pattern] = {}
+
+
+def mention_pattern(words: frozenset[str]) -> re.Pattern:
+    """The pattern of every whole-word mention of the given name words. A word that is also an
+    English word ("Will") is matched with its capital only, the others in any case."""
+    pat = _PATTERNS.get(words)
+    if pat is not None:
+        return pat
+    alts = []
+    cjk = sorted((w for w in words if _is_cjk(w[0])), key=len, reverse=True)
+    latin = sorted((w for w in words if not _is_cjk(w[0])), key=len, reverse=True)
+    folded = [re.escape(w) for w in latin if w.lower() not in ENGLISH_WORDS]
+    plain = [re.escape(w) for w in latin if w.lower() in ENGLISH_WORDS]
+    if folded:
+        alts.append(r"(?<![\w\-])(?i:" + "|".join(folded) + r")(?![\w\-])")
+    if plain:
+        alts.append(r"(?<![\w\-])(?:" + "|".join(plain) + r")(?![\w\-])")
+    if cjk:
+        alts.append("|".join(re.escape(w) for w in cjk))
+    pat = re.compile("|".join(alts))
+    if len(_PATTERNS) >= 4096:
+        _PATTERNS.clear()
+    _PATTERNS[words] = pat
+    return pat
+
+
+def mentions(text: str, words: set[str], out: list[Span]) -> None:
+    """Every whole-word mention in `text` of the given name words (found elsewhere in it)."""
+    if words:
+        out.extend(Span(m.start(), m.end(), PERSON) for m in mention_pattern(frozenset(words)).finditer(text))
+
+
+# ---------------------------------------------------------------- JSON values under name keys
+# {"name": "Marie-Claire Dupont"}, {"customer": "Henrik Nakamura"}, {"patient_name": "赵悦"}
+NAME_KEY = re.compile(
+    r"(?i)^(?:(?:customer|patient|client|user|contact|account|card|holder|passenger|guest|employee|author|sender"
+    r"|recipient|owner|assignee|reviewer|manager|beneficiary|spouse|signer|person|student|teacher|doctor|caller)[-_ ]?)?"
+    r"(?:(?:full|first|last|middle|given|family|display|legal|real|nick|sur)[-_ ]?)?name$"
+    r"|^(?:customer|patient|contact|author|sender|recipient|owner|assignee|reviewer|employee|passenger|guest"
+    r"|cardholder|card_holder|account_holder|beneficiary|spouse|person|attendee|signatory)$"
+    r"|^(?:姓名|名字|联系人|客户|收件人|收货人|患者|用户姓名|持卡人)$"
+)
+_NAME_VALUE = re.compile(r"[A-Za-z\u00c0-\u024f'\u2019.\-]+(?: [A-Za-z\u00c0-\u024f'\u2019.\-]+){0,3}")
+
+
+def looks_like_name(value: str) -> bool:
+    """Could this whole value, found under a name-like key, be a person's name? Yes for
+    "Marie-Claire Dupont", "Bob", "lena andersson", "赵悦"; no for "get_weather", "search",
+    "Acme Corp", "gpt-4o" (tool names, words, products)."""
+    v = value.strip()
+    if not v or len(v) > 64:
+        return False
+    if any(_is_cjk(c) for c in v):
+        return 2 <= len(v) <= 12 and all(_is_cjk(c) or c in _DOTS for c in v) and (bool(_surname_len(v)) or any(c in _DOTS for c in v))
+    if not _NAME_VALUE.fullmatch(v):
+        return False
+    named = False
+    for w in v.split():
+        w = w.strip(".")
+        if not w:
+            continue
+        if _INITIAL.match(w) or w in _PARTICLE_SET:
+            continue
+        cap = w[:1].upper() + w[1:].lower() if w.islower() or w.isupper() else w
+        first, last, word = _classify(cap)
+        if word and not first and not last:
+            return False
+        named = named or first or last or not w.islower()
+    return named
