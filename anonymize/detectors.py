@@ -400,13 +400,14 @@ def _credential_name(ident: str) -> bool:
 
 def _is_code(text: str, m: re.Match) -> bool:
     """The value is an expression, not a literal: a call (BertTokenizer.from_pretrained(...)),
-    an attribute path (os.environ.get), an identifier in snake_case."""
+    an attribute path (os.environ.get), a variable or constant name."""
     v = m.group(1)
     if m.end(1) < len(text) and text[m.end(1)] == "(":
         return True
     if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ"):
         return True
-    return v.isidentifier() and "_" in v and v.lower() == v and not any(c.isdigit() for c in v)
+    # snake_case names and SCREAMING_SNAKE constants (password_env: DB_PASSWORD) are references
+    return v.isidentifier() and "_" in v and (v.lower() == v or v.upper() == v) and not any(c.isdigit() for c in v)
 
 
 def _entropy(s: str) -> float:

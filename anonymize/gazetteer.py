@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import faker.providers.person as _person
+from faker.providers.address.zh_CN import Provider as _ZhAddress
 from faker.providers.person.en_US import Provider as _En
 from faker.providers.person.zh_CN import Provider as _Zh
 
@@ -80,6 +81,41 @@ NAME_LAST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_LAST)
 # words as well as names, "carla" and "nakamura" are not.
 with gzip.open(Path(__file__).with_name("data") / "english_words.txt.gz", "rt", encoding="ascii") as _f:
     ENGLISH_WORDS: frozenset[str] = frozenset(_f.read().split())
+
+# The most frequent tokens of English text (wordfreq, all sources): a capitalised word that is
+# neither a known name nor an English word is taken for a name only when it is not among them
+# ("Zeliha", "Balabanov" are not; "Kubernetes", "Args", "Nginx" are).
+COMMON_TOKENS_N = 100_000
+
+
+def _common_tokens() -> frozenset[str]:
+    from wordfreq import top_n_list
+
+    return frozenset(top_n_list("en", COMMON_TOKENS_N))
+
+
+COMMON_TOKENS: frozenset[str] = _common_tokens()
+
+
+def _zh_common() -> dict[str, float]:
+    """Zipf frequencies (wordfreq) of the Chinese words of two or more characters at least as
+    frequent as zipf 3.5: 文明 4.98, 祝贺 4.16, 卢布 are there; 王芳 2.08, 李强 2.82, 许立群 are
+    not (jieba tags some of the former as names)."""
+    import math
+
+    from wordfreq import get_frequency_dict
+
+    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict("zh").items() if f >= 10**-5.5 and len(w) >= 2}
+
+
+ZH_ZIPF: dict[str, float] = _zh_common()
+
+# Chinese place names (Faker's zh_CN cities, provinces without their 省/市, districts,
+# countries): jieba tags some of them as person names (莫斯科, 伊拉克, 钟山).
+ZH_PLACES: frozenset[str] = frozenset(
+    list(_ZhAddress.cities) + list(_ZhAddress.districts) + list(_ZhAddress.countries)
+    + [p[:-1] if p[-1] in "省市" else p for p in _ZhAddress.provinces]
+)
 
 # Capitalised words that are in the name lists but are, in running text, mostly something else:
 # months, days, places, languages, products. A run made only of these is not a person.

@@ -20,8 +20,8 @@ import bisect
 import re
 
 from .gazetteer import (
-    CN_SURNAMES_1, CN_SURNAMES_2, EN_FIRST, EN_NOT_NAMES, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
-    NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES,
+    CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
+    NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_PLACES, ZH_ZIPF,
 )
 from .spans import PERSON, Span
 
@@ -36,13 +36,15 @@ _PARTICLES = "van|von|de|der|den|da|di|du|del|della|la|le|bin|ibn|al|dos|das|ter
 _GAP = "[ \u00a0]{1,2}"
 _RUN = re.compile(
     # not inside an identifier, a path, a handle or an attribute access
-    r"(?<![\w\-.@/\\#$%&*+=<>|~^`])"
+    r"(?<![\w\-.@/\\#$%&*+=|~^`])"
     + _WORD
     + "(?:" + _GAP + "(?:[" + _UP + r"]\." + _GAP + "|[" + _UP + "]" + _GAP + ")*(?:(?:" + _PARTICLES + ")" + _GAP + ")*" + _WORD + "){0,3}"
     # not glued to a word, a call, a path or an attribute (Foo(), Foo.bar, Foo/bar)
     + r"(?![\w(@/\\]|\.\w|-\w|['\u2019][A-Za-z]{2})"
 )
 _PIECE = re.compile(r"\S+")
+_STREET_WORDS = frozenset("Dr Rd St Ave Blvd Ln Ct Pl Hwy Pkwy Drive Road Street Avenue Boulevard Lane Court Place Way".split())
+_STREET_AFTER = re.compile(r"[ \t]+(?:Dr|Rd|St|Ave|Blvd|Ln|Ct|Pl|Hwy|Pkwy)\b\.?(?![ \t]+[A-Z][a-z])")
 _INITIAL = re.compile("[" + _UP + r"]\.?$")
 _PARTICLE_SET = frozenset(_PARTICLES.split("|"))
 _TITLE_WORDS = frozenset(t.lower() for t in TITLES) | {"mr.", "mrs.", "ms.", "dr.", "prof.", "mx."}
@@ -55,17 +57,23 @@ _STRONG_CUES = frozenset(
     "professor sir madam meet ask call tell tells emailed met by".split()
 )
 _WEAK_CUES = _STRONG_CUES | frozenset("and with to from for is am was".split())
+_PERSON_VERBS = frozenset(
+    "is was has had will would can could said says wrote writes began begins told asked and lives lived works "
+    "worked went called joined left died born".split()
+)
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
 _PREV_WORD = re.compile(r"([A-Za-z]+)\.?[ \t]*[:,]?[ \t]*$")
-_TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?[ \t]{1,3}$")
+_TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
 
-# a memo of word classes: (first name, last name, English word)
-_CLASS: dict[str, tuple[bool, bool, bool]] = {}
+# a memo of word classes: (first name, last name, English word, rare). "rare": none of the
+# three and not among the frequent tokens of English text either: most such capitalised words
+# are names (Zeliha, Balabanov), and a Kubernetes or an Nginx is frequent.
+_CLASS: dict[str, tuple[bool, bool, bool, bool]] = {}
 
 
-def _classify(w: str) -> tuple[bool, bool, bool]:
+def _classify(w: str) -> tuple[bool, bool, bool, bool]:
     hit = _CLASS.get(w)
     if hit is not None:
         return hit
@@ -82,10 +90,13 @@ def _classify(w: str) -> tuple[bool, bool, bool]:
         word = lower in ENGLISH_WORDS
         if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
             last = last or not word
-    if w in NOT_PERSON_WORDS or w in EN_NOT_NAMES:
+    if w in EN_NOT_NAMES:
         first = last = False
         word = True
-    res = (first, last, word)
+    elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name
+        word = True
+    rare = not (first or last or word) and len(w) >= 3 and not any(p.lower() in COMMON_TOKENS for p in w.split("-"))
+    res = (first, last, word, rare)
     if len(_CLASS) < 200_000:
         _CLASS[w] = res
     return res
@@ -96,6 +107,15 @@ def _sentence_start(text: str, s: int) -> bool:
     while i >= 0 and text[i] in " \u00a0":
         i -= 1
     return i < 0 or text[i] in _SENTENCE_END or text[i] == "\x00"
+
+
+_PREV_CAP = re.compile(r"[A-Z][\w'\u2019-]*[ \t]+$")
+
+
+def _capital_mid_sentence(text: str, s: int) -> bool:
+    """A capitalised word inside a sentence, not after another capitalised word (a title-cased
+    heading such as "The Grace Period Policy" capitalises every word)."""
+    return not _sentence_start(text, s) and _PREV_CAP.search(text, max(0, s - 30), s) is None
 
 
 def _prev_word(text: str, s: int) -> str:
@@ -121,10 +141,12 @@ def _latin(text: str, out: list[Span]) -> None:
             if words[0][2].lower() in _TITLE_WORDS and len(words) > 1:
                 title_at = words[0][0]
             words.pop(0)
+        street = False
         while words and (words[-1][3] is None or words[-1][2].lower() in _TITLE_WORDS or _only_word(words[-1][3])):
+            street = street or words[-1][2] in _STREET_WORDS
             words.pop()
-        if not words:
-            continue
+        if not words or street or _STREET_AFTER.match(text, m.end()):
+            continue  # 12 Cheriton Dr, Baker Street: a street, not a person
         # a plain word inside ("Carla And Sandra" in a title-cased line) splits the run
         groups: list[list] = [[]]
         for w in words:
@@ -139,7 +161,7 @@ def _latin(text: str, out: list[Span]) -> None:
                 _judge(text, g, title_at if g is groups[0] else -1, out)
 
 
-def _only_word(c: tuple[bool, bool, bool]) -> bool:
+def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
@@ -151,28 +173,33 @@ def _judge(text: str, g: list, title_at: int, out: list[Span]) -> None:
         if t:  # "Dr. Nakamura": the span starts at the title
             title_at = t.start()
     named = [w for w in g if w[3] is not None]
-    strong = [w for w in named if (w[3][0] or w[3][1]) and not w[3][2]]
+    # strong: a known name that is no English word, or a rare capitalised word
+    strong = [w for w in named if ((w[3][0] or w[3][1]) and not w[3][2]) or w[3][3]]
     first, last = named[0][3], named[-1][3]
     if title_at >= 0:
         ok = True
     elif len(named) >= 2:
         unknown_last = not (last[0] or last[1] or last[2])
         unknown_first = not (first[0] or first[1] or first[2])
-        ok = bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1])
+        ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1])
+              or all(not (w[3][0] or w[3][1] or w[3][2]) for w in named))  # Kimiko Hoshino: no words
         if not ok and (first[0] or first[1]) and prev in _WEAK_CUES:
             ok = True
     else:
         c = first
         nxt = _NEXT_WORD.match(text, e)
         post = text.startswith(("'s", "\u2019s"), e) or (nxt is not None and nxt.group(1) in _POST_CUES)
-        if c[0] and not c[2]:  # a first name that is no word: Carla, Sandra, Eleanor
+        if (c[0] or c[1]) and not c[2]:  # a name that is no word: Carla, Eleanor, Nakamura
             ok = True
-        elif c[1] and not c[2]:  # a surname alone: Nakamura said, customer Nakamura
-            ok = prev in _STRONG_CUES or post
-        elif c[0] or c[1]:  # Will, Grace, Brown: a word too
-            ok = prev in _STRONG_CUES or (post and not _sentence_start(text, s))
-        else:  # unknown capitalised word: only where the context says it is a name
+        elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
+            ok = prev in _STRONG_CUES or post or (_capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS)
+        else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
+            if c[3] and not ok:
+                # at a sentence start a rare word may be any foreign word ("Svar till ..."):
+                # there a name is followed by a comma, a possessive or a verb of the person
+                ok = not _sentence_start(text, s) or post or text.startswith((",", ":"), e) or (
+                    nxt is not None and nxt.group(1) in _PERSON_VERBS)
     if ok:
         out.append(Span(title_at if title_at >= 0 else s, e, PERSON))
 
@@ -258,7 +285,7 @@ _CN_STOP = frozenset(
     "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
     "先女经医教同律总请"
 )
-_CN_TRIGGERS = ("我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
+_CN_TRIGGERS = ("记者", "我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
                 "患者", "客户", "用户", "他叫", "她叫", "名叫", "署名", "持卡人", "户名", "由", "经办人", "负责人", "申请人")
 _CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监", "总", "主任", "院长", "校长",
                   "局长", "处长", "部长", "书记", "董事长", "总裁", "阿姨", "叔叔", "师傅", "同志", "博士", "护士")
@@ -323,16 +350,41 @@ def _chinese(text: str, out: list[Span]) -> None:
 
 
 def _fits_words(toks: list[tuple[int, int, str, str]], s: int, e: int) -> bool:
-    """A name candidate [s, e) found by a cue agrees with the segmentation: no ordinary word
-    of two or more characters overlaps it (客户信用卡: 信用卡 is a word, 信用 no name)."""
-    i = bisect.bisect_right(toks, (s, 1 << 62)) - 1
-    i = max(i, 0)
+    """A name candidate [s, e) found by a cue agrees with the segmentation: no word of two or
+    more characters crosses its edges (客户信用卡: 信用卡 is a word, 信用 no name), and it is not
+    itself a frequent word."""
+    if _zh_common(text_of(toks, s, e)):
+        return False
+    i = max(bisect.bisect_right(toks, (s, 1 << 62)) - 1, 0)
     while i < len(toks) and toks[i][0] < e:
         a, b, w, t = toks[i]
-        if b > s and t not in _NR and len(w) >= 2 and _surname_len(w) != len(w):
+        if b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and _surname_len(w) != len(w):
             return False
         i += 1
     return True
+
+
+# what stands beside a name in news and chat: titles before or after it, speech verbs after it
+_CN_TITLES = frozenset(
+    "记者 总统 主席 总理 首相 部长 外长 大使 国王 女王 王子 议长 秘书长 总书记 委员长 省长 市长 县长 书记 局长 处长 "
+    "主任 院长 校长 会长 团长 队长 厂长 经理 总经理 董事长 总裁 先生 女士 小姐 教授 博士 医生 律师 老师 同志 代表 "
+    "委员 司令 将军 教练 选手 演员 导演 作家 诗人 画家 歌手 特使 发言人 总监 副总统 副主席 副总理 副部长".split()
+)
+_CN_PLACE_ENDS = frozenset("口庄县市省村镇区路街港湾乡屯寨堡")
+_CN_SPEECH = frozenset("说 表示 指出 认为 强调 宣布 称 介绍 透露 回忆 说道 写道 告诉 会见 会晤 访问 出席 致电 致信".split())
+
+
+def _zh_common(word: str) -> bool:
+    """A frequent word: zipf >= 3.5 for two characters, >= 4 for longer ones."""
+    z = ZH_ZIPF.get(word)
+    return z is not None and z >= (3.5 if len(word) == 2 else 4.0)
+
+
+def _context(toks: list[tuple[int, int, str, str]], i: int, j: int) -> bool:
+    """A title right before tokens i..j, or a title or speech verb right after them."""
+    before = toks[i - 1][2] if i > 0 else ""
+    after = toks[j + 1][2] if j + 1 < len(toks) else ""
+    return before in _CN_TITLES or before.endswith(("长", "记者")) or after in _CN_TITLES or after in _CN_SPEECH
 
 
 def _tagged(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -> None:
@@ -341,24 +393,50 @@ def _tagged(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -
         s, e, w, t = toks[i]
         j = i
         if t in _NR or (_surname_len(w) == len(w) and i + 1 < n and toks[i + 1][3] in _NR and len(toks[i + 1][2]) <= 2):
-            # a run of name tokens, and names joined by a middle dot (阿卜杜拉·买买提)
-            while j + 1 < n:
-                if toks[j + 1][3] in _NR:
-                    j += 1
-                elif toks[j + 1][2] in _DOTS and j + 2 < n and len(toks[j + 2][2]) <= 4:
-                    j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
-                else:
-                    break
-            name = text[s : toks[j][1]]
-            first_ok = w not in _CN_NOT_NAMES and (_surname_len(w) or t in ("nrt", "nrfg") or dotted_at(toks, i))
-            if first_ok and name not in _CN_NOT_NAMES and 2 <= len(name) <= 12:
-                end = toks[j][1]
-                while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
-                    cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
-                    name, end = name[:-cut], end - cut
-                if len(name) >= 2:
-                    out.append(Span(s, end, PERSON))
+            # a surname token and its given name (江/泽民, 欧阳/娜娜), and names joined by a
+            # middle dot (阿卜杜拉·买买提); other name tokens stand alone
+            if _surname_len(w) == len(w) and j + 1 < n and toks[j + 1][3] in _NR and len(toks[j + 1][2]) <= 2:
+                j += 1
+            while j + 2 < n and toks[j + 1][2] in _DOTS and len(toks[j + 2][2]) <= 4:
+                j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
+            end = toks[j][1]
+            name = text[s:end]
+            while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
+                cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
+                name, end = name[:-cut], end - cut
+            k = _surname_len(name)
+            if len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
+                ok = False
+            elif dotted_at(toks, i) or any(c in _DOTS for c in name):
+                ok = True
+            elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
+                # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
+                # also a frequent word (文明, 祝贺, 莫斯科) needs context
+                ok = not _zh_common(name) or _context(toks, i, j)
+            else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
+                ok = len(name) <= 6 and _context(toks, i, j)
+            if ok:
+                out.append(Span(s, end, PERSON))
         i = j + 1
+
+
+def text_of(toks: list[tuple[int, int, str, str]], s: int, e: int) -> str:
+    """The text of [s, e) rebuilt from the tokens that cover it."""
+    i = max(bisect.bisect_right(toks, (s, 1 << 62)) - 1, 0)
+    parts = []
+    while i < len(toks) and toks[i][0] < e:
+        a, b, w, _ = toks[i]
+        parts.append(w[max(0, s - a) : len(w) - max(0, b - e)])
+        i += 1
+    return "".join(parts)
+
+
+def _starts_token(toks: list[tuple[int, int, str, str]], i: int, word: str) -> bool:
+    """A token starts at i and is `word` (or begins with it: 老师们); a name token may end there."""
+    k = bisect.bisect_left(toks, (i,))
+    if k < len(toks) and toks[k][0] == i:
+        return toks[k][2].startswith(word)
+    return False
 
 
 def dotted_at(toks: list[tuple[int, int, str, str]], i: int) -> bool:
@@ -378,12 +456,14 @@ def _cn_cues(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) 
                 out.append(Span(i, e, PERSON))
         else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)
             i = m.start()
+            if not _starts_token(toks, i, m.group()):
+                continue  # 总 of 国务院副总理 is no honorific
             for ln in (3, 2, 4):
                 st = i - ln
                 if st < 0:
                     continue
                 k = _surname_len(text[st : st + 2])
-                if k and k < ln and all(_is_cjk(c) and c not in _CN_STOP for c in text[st + k : i]) and _fits_words(toks, st, i):
+                if k and k < ln and ln - k <= 2 and all(_is_cjk(c) and c not in _CN_STOP for c in text[st + k : i]) and _fits_words(toks, st, i):
                     out.append(Span(st, i, PERSON))
                     break
 
@@ -480,7 +560,7 @@ def looks_like_name(value: str) -> bool:
         if _INITIAL.match(w) or w in _PARTICLE_SET:
             continue
         cap = w[:1].upper() + w[1:].lower() if w.islower() or w.isupper() else w
-        first, last, word = _classify(cap)
+        first, last, word, _ = _classify(cap)
         if word and not first and not last:
             return False
         named = named or first or last or not w.islower()

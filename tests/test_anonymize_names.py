@@ -1,0 +1,258 @@
+"""Person names without trigger phrases (English and other Latin-script names, Chinese, JSON
+values), every mention of a name in a body, and no over-reach on source code or name-free text."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+from faker import Faker
+
+from shadowreplay.anonymize import Scrubber
+
+KEY = b"names-test-key-0001"
+
+
+@pytest.fixture(scope="module")
+def scrubber() -> Scrubber:
+    return Scrubber(KEY)
+
+
+def survivors(original: str, scrubbed: str, names: list[str]) -> list[str]:
+    """Words of the planted names still in the scrubbed text (whole words, any case)."""
+    assert len(scrubbed) == len(original)
+    out = []
+    for name in names:
+        for w in re.split(r"[ ]+", name):
+            w = w.strip(".")
+            if len(w) < 2 or w in ("Dr", "Mr", "Mrs", "Ms"):
+                continue
+            if any("\u4e00" <= c <= "\u9fff" for c in w):
+                if w in scrubbed:
+                    out.append(w)
+            elif re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", scrubbed, re.I):
+                out.append(w)
+    return out
+
+
+# ---------------------------------------------------------------- English and Latin script
+FORMS = [
+    ("said {a} to {b}.", 2),
+    ("Patient: {a} {lx}-{ly}", 1),
+    ("customer {a} called about the invoice", 1),
+    ("I spoke with {a} yesterday; {a}'s order is late.", 1),
+    ("{a} {initial} {lx} approved the refund.", 1),
+    ("Please forward this to {a} {lx} and {b}.", 2),
+    ("Thanks, {a}!", 1),
+    ("Dr. {lx} will see you at 3 pm.", 0),
+    ("The account was opened by {a} {lx} in March.", 1),
+    ("cc: {a} {lx}, {b} {ly}", 2),
+]
+
+
+def latin_corpus(seed: int, n: int) -> list[tuple[str, list[str]]]:
+    fake = Faker(["en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL", "sv_SE", "pl_PL"])
+    fake.seed_instance(seed)
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        form, _ = FORMS[i % len(FORMS)]
+        a, b = fake.first_name(), fake.first_name()
+        lx, ly = fake.last_name(), fake.last_name()
+        text = form.format(a=a, b=b, lx=lx, ly=ly, initial=rnd.choice("ABCDEFGHJKLMNPRSTW"))
+        names = [w for w in (a, b, lx, ly) if re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text)]
+        out.append((text, names))
+    return out
+
+
+def test_latin_names_without_triggers_recall(scrubber):
+    corpus = latin_corpus(11, 400)
+    missed = total = 0
+    examples = []
+    for text, names in corpus:
+        r = scrubber.scrub_text(text)
+        left = survivors(text, r.text, names)
+        total += len(names)
+        missed += len(left)
+        if left and len(examples) < 10:
+            examples.append((text, r.text, left))
+    assert total > 600
+    assert 1 - missed / total >= 0.95, examples
+
+
+@pytest.mark.parametrize(
+    "text,names",
+    [
+        ("said Carla to Sandra", ["Carla", "Sandra"]),
+        ("Patient: Eleanor Whitfield-Barnes", ["Eleanor", "Whitfield-Barnes"]),
+        ("customer Henrik Nakamura", ["Henrik", "Nakamura"]),
+        ("Ruth R Montez signed.", ["Ruth", "Montez"]),
+        ("Ruth R. Montez signed.", ["Ruth", "Montez"]),
+        ("Ask Siobhan O'Brien-Sullivan.", ["Siobhan", "O'Brien-Sullivan"]),
+        ("Amanda's laptop is broken", ["Amanda"]),
+        ("my name is lena andersson", ["lena", "andersson"]),
+        ("Hi, my name is Lena Andersson. Later Lena wrote again.", ["Lena", "Andersson"]),
+        ("Marie-Claire Dupont wrote the report", ["Marie-Claire", "Dupont"]),
+        ("Mr. Nakamura and Mrs Whitfield arrived", ["Nakamura", "Whitfield"]),
+        ("Will Smith met Grace Brown.", ["Will", "Smith", "Grace", "Brown"]),
+        ("Zoë Ångström and Łukasz Żółć", ["Zoë", "Ångström", "Łukasz", "Żółć"]),
+    ],
+)
+def test_issue_forms(scrubber, text, names):
+    r = scrubber.scrub_text(text)
+    assert survivors(text, r.text, names) == []
+    assert r.counts.get("person", 0) >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Will you help me? I will.",
+        "The Grace period ends in May.",
+        "On Monday we fly from Paris to New York with American Airlines.",
+        "Python and Julia are both fine; Docker runs on Linux.",
+        "Returns the Config object. Raises ValueError when the Path is missing.",
+        "Please see the README and the Table of Contents.",
+        "12 Cheriton Dr, Springfield",
+        "Use None, True or False.",
+    ],
+)
+def test_no_names_no_change(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
+def test_a_name_found_once_is_replaced_in_every_string_of_the_body(scrubber):
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "Hi, my name is Lena Andersson."},
+            {"role": "assistant", "content": "Hello, how can I help?"},
+            {"role": "user", "content": "andersson is on the card; ask lena."},
+        ],
+    }
+    r = scrubber.scrub_body(json.dumps(body).encode(), "application/json")
+    assert "lena" not in r.text.lower() and "andersson" not in r.text.lower()
+    out = json.loads(r.text)
+    first, last = out["messages"][0]["content"][len("Hi, my name is ") :].rstrip(".").split()
+    # one substitute per name word, wherever and however it is written
+    assert out["messages"][2]["content"] == f"{last.lower()} is on the card; ask {first.lower()}."
+    assert r.counts["person"] >= 3
+    # the same under a cold cache and a warm one, and through scrub_json
+    again = Scrubber(KEY)
+    again.scrub_body(json.dumps({"messages": [{"role": "user", "content": "Hi, my name is Lena Andersson."}]}).encode())
+    assert again.scrub_body(json.dumps(body).encode(), "application/json").text == r.text
+    tree, counts = Scrubber(KEY).scrub_json(body)
+    assert tree == out and counts == r.counts
+
+
+@pytest.mark.parametrize(
+    "body,kept",
+    [
+        ({"name": "Marie-Claire Dupont"}, []),
+        ({"customer": {"full_name": "Henrik Nakamura", "id": "u_1"}}, ["u_1"]),
+        ({"patient_name": "赵悦"}, []),
+        ({"messages": [{"role": "user", "name": "Carla", "content": "hello"}]}, ["user", "hello"]),
+        ({"messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "lookup_customer", "arguments": json.dumps({"name": "Eleanor Whitfield", "customer": "Lena Andersson"})}}]}]},
+         ["lookup_customer", "assistant"]),
+    ],
+)
+def test_json_values_under_name_keys(scrubber, body, kept):
+    names = re.findall(r"Marie-Claire Dupont|Henrik Nakamura|赵悦|Carla|Eleanor Whitfield|Lena Andersson", json.dumps(body, ensure_ascii=False))
+    r = scrubber.scrub_body(json.dumps(body, ensure_ascii=False).encode(), "application/json")
+    assert names and survivors(json.dumps(body, ensure_ascii=False), r.text, names) == []
+    for k in kept:
+        assert k in r.text
+
+
+@pytest.mark.parametrize("value", ["get_weather", "search", "Acme Corp", "gpt-4o", "assistant", "Calculator"])
+def test_name_keys_keep_what_is_no_name(scrubber, value):
+    r = scrubber.scrub_body(json.dumps({"tools": [{"type": "function", "name": value}]}).encode(), "application/json")
+    assert json.loads(r.text)["tools"][0]["name"] == value
+
+
+# ---------------------------------------------------------------- Chinese
+@pytest.mark.parametrize(
+    "text,names",
+    [
+        ("用户 赵悦", ["赵悦"]),
+        ("本次合作由欧阳娜娜负责", ["欧阳娜娜"]),
+        ("副总经理王牧天表示同意", ["王牧天"]),
+        ("王芳小姐和张伟老师出席了会议", ["王芳", "张伟"]),
+        ("王芳女士", ["王芳"]),
+        ("李强今天会见了来访的客人", ["李强"]),
+        ("新疆代表阿卜杜拉·买买提发言", ["阿卜杜拉", "买买提"]),
+        ("我叫刘洋。刘洋今年三十岁", ["刘洋"]),
+    ],
+)
+def test_chinese_names(scrubber, text, names):
+    r = scrubber.scrub_text(text)
+    assert survivors(text, r.text, names) == [], r.text
+
+
+@pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里"])
+def test_chinese_without_names_is_kept(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
+# ---------------------------------------------------------------- source code
+CODE = [
+    '''from transformers import AutoTokenizer, BertTokenizer
+
+tokenizer = BertTokenizer.from_pretrained("bert-base-uncased")
+max_len = tokenizer.model_max_length
+def load(full_file_name: str | None = None):
+    if full_file_name is None:
+        raise ValueError("Missing file name")
+    return x[0::2], ts == "2015-12-22 04:34:22"
+''',
+    '''class Session:
+    """Holds the Config and the Logger. Call close() when done."""
+
+    def __init__(self, api_key_env="OPENAI_API_KEY"):
+        self.api_key = os.environ.get(api_key_env)
+        self.token_count = 0
+        self.secret_name = settings.SECRET_NAME
+''',
+    '''const config = { apiKey: process.env.API_KEY, tokenizer: "cl100k_base", retries: 3 };
+export async function fetchUser(id) {
+  const res = await fetch(`/api/users/${id}`, { headers: { Authorization: `Bearer ${token}` } });
+  return res.json(); // Returns the User record
+}
+''',
+    '''# config.yaml
+server:
+  host: 0.0.0.0
+  port: 8080
+database:
+  url: postgres://db:5432/app
+  password_env: DB_PASSWORD
+logging:
+  level: INFO
+  timestamp_format: "%Y-%m-%d %H:%M:%S"
+''',
+    '''import torch.nn as nn
+model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+for epoch in range(10):
+    print(f"Epoch {epoch}: loss={loss.item():.4f} at 2024-01-05 10:00:00")
+''',
+]
+SECRETS = ["sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2", "AKIAIOSFODNN7EXAMPLE", "ghp_0123456789abcdefABCDEF0123456789abcd"]
+
+
+@pytest.mark.parametrize("i", range(len(CODE)))
+def test_source_code_is_left_alone(scrubber, i):
+    assert scrubber.scrub_text(CODE[i]).text == CODE[i]
+
+
+def test_planted_secrets_in_code_are_replaced_and_nothing_else(scrubber):
+    code = CODE[1] + "\n".join(f'KEY_{n} = "{s}"' for n, s in enumerate(SECRETS)) + "\n" + CODE[2]
+    r = scrubber.scrub_text(code)
+    changed = [i for i, (a, b) in enumerate(zip(code, r.text)) if a != b]
+    spans = [(code.index(s), code.index(s) + len(s)) for s in SECRETS]
+    assert changed and all(any(a <= i < b for a, b in spans) for i in changed)
+    assert all(s not in r.text for s in SECRETS)
+    assert r.counts == {"secret": 3}
