@@ -79,8 +79,15 @@ NAME_LAST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_LAST)
 
 # Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
 # words as well as names, "carla" and "nakamura" are not.
-with gzip.open(Path(__file__).with_name("data") / "english_words.txt.gz", "rt", encoding="ascii") as _f:
-    ENGLISH_WORDS: frozenset[str] = frozenset(_f.read().split())
+def _words(name: str) -> frozenset[str]:
+    with gzip.open(Path(__file__).with_name("data") / name, "rt", encoding="ascii") as f:
+        return frozenset(f.read().split())
+
+
+ENGLISH_WORDS: frozenset[str] = _words("english_words.txt.gz")
+# Capitalised SCOWL words: proper nouns. Those in no name list are no person's name (Gregorian,
+# Manhattan, Xerox); those in one (Carla, Jordan) are judged as names.
+ENGLISH_PROPER: frozenset[str] = _words("english_proper_nouns.txt.gz")
 
 # The most frequent tokens of English text (wordfreq, all sources): a capitalised word that is
 # neither a known name nor an English word is taken for a name only when it is not among them
@@ -140,5 +147,6 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
     Amazon Microsoft Meta Tesla Nvidia Intel Oracle Adobe Netflix Uber Airbnb Spotify Twitter Facebook
     Claude Gemini Llama Mistral Qwen Gemma Phi Falcon Vicuna Alpaca Siri Alexa Cortana Copilot
     God Jesus Christ Lord Allah Buddha Bible Mars Venus Jupiter Saturn Mercury Pluto Earth Moon Sun
-    Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx""".split()
+    Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx
+    Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun""".split()
 )

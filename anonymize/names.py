@@ -20,7 +20,7 @@ import bisect
 import re
 
 from .gazetteer import (
-    CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
+    CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
     NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_PLACES, ZH_ZIPF,
 )
 from .spans import PERSON, Span
@@ -95,7 +95,10 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = True
     elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name
         word = True
-    rare = not (first or last or word) and len(w) >= 3 and not any(p.lower() in COMMON_TOKENS for p in w.split("-"))
+    # a proper noun of the English lists (Gregorian, Manhattan) is not rare: it may be a surname
+    # too (Whitfield), so it counts beside a first name, but not alone
+    rare = (not (first or last or word) and len(w) >= 3 and w not in ENGLISH_PROPER
+            and not any(p.lower() in COMMON_TOKENS for p in w.split("-")))
     res = (first, last, word, rare)
     if len(_CLASS) < 200_000:
         _CLASS[w] = res
@@ -124,8 +127,47 @@ def _prev_word(text: str, s: int) -> str:
     return m.group(1).lower() if m else ""
 
 
+# A line of source code (a statement, a declaration, a comment, markup): there a capitalised
+# word is mostly an identifier (class Iterable, cls is Hashable:), so only names of the name
+# lists count, never a word merely because it is rare.
+_CODE_LINE = re.compile(
+    r"^[ \t]*(?:def |class |import |from [\w.]+ import|return\b|raise |assert |if |for |while |elif |else:|try:|except\b|finally:"
+    r"|with |async |await |@\w|#|//|/\*|\*|[{}\[\]<]|(?:const|let|var|function|public|private|static|void|int|fn|func|pub|use|package|type|interface) )"
+    r"|[;{}\[\](,]\s*$|\S:[ \t]*$|[=!<>]=|=>|->|\w\(|\)\s*[:{]?\s*$|^\s*\w[\w.]*\s*[+\-*/|&]?=\s*\S|[\"'][A-Z]\w*[\"'],|::\w",
+    re.M,
+)
+
+
+def _code_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the lines of text that look like source code. A NUL (between the
+    strings of a batch) ends a line too, so each string is judged as if alone."""
+    if not ("(" in text or "=" in text or ":" in text or "#" in text or "/" in text or "{" in text or "," in text):
+        return []
+    out = []
+    start = 0
+    while start <= len(text):
+        end = text.find("\x00", start)
+        end = len(text) if end < 0 else end
+        seg = text[start:end] if start or end < len(text) else text
+        for m in _CODE_LINE.finditer(seg):
+            a = seg.rfind("\n", 0, m.start()) + 1
+            b = seg.find("\n", m.end())
+            out.append((start + a, start + (len(seg) if b < 0 else b)))
+        start = end + 1
+    out.sort()
+    return out
+
+
+def _in_code(lines: list[tuple[int, int]], s: int) -> bool:
+    i = bisect.bisect_right(lines, (s, 1 << 62)) - 1
+    return i >= 0 and lines[i][0] <= s < lines[i][1]
+
+
 def _latin(text: str, out: list[Span]) -> None:
+    code: list[tuple[int, int]] | None = None
     for m in _RUN.finditer(text):
+        if code is None:
+            code = _code_lines(text)
         pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(m.group())]
         base = m.start()
         words = []  # (start, end, word, first, last, word)
@@ -158,15 +200,19 @@ def _latin(text: str, out: list[Span]) -> None:
             while g and g[-1][3] is None:
                 g.pop()
             if g:
-                _judge(text, g, title_at if g is groups[0] else -1, out)
+                _judge(text, g, title_at if g is groups[0] else -1, out, bool(code) and _in_code(code, g[0][0]))
 
 
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
-def _judge(text: str, g: list, title_at: int, out: list[Span]) -> None:
+def _judge(text: str, g: list, title_at: int, out: list[Span], code: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
+    if code:  # in a line of code only listed names count: no rare words, no capital-in-sentence
+        g = [(a, b, w, c if c is None else (c[0], c[1], c[2], False)) for a, b, w, c in g]
+        if not any(c is not None and (c[0] or c[1]) for _, _, _, c in g):
+            return
     prev = _prev_word(text, title_at if title_at >= 0 else s)
     if title_at < 0:
         t = _TITLE_BEFORE.search(text, max(0, s - 10), s)
@@ -192,7 +238,7 @@ def _judge(text: str, g: list, title_at: int, out: list[Span]) -> None:
         if (c[0] or c[1]) and not c[2]:  # a name that is no word: Carla, Eleanor, Nakamura
             ok = True
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
-            ok = prev in _STRONG_CUES or post or (_capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS)
+            ok = prev in _STRONG_CUES or post or (not code and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS)
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
             if c[3] and not ok:
@@ -498,6 +544,14 @@ def name_words(name: str) -> list[str]:
 _PATTERNS: dict[frozenset[str], re.Pattern] = {}
 
 
+_NEVER = re.compile(r"(?!)")
+
+
+def _listed(word: str) -> bool:
+    cap = word[:1].upper() + word[1:].lower() if word.islower() else word
+    return cap in NAME_FIRST or cap in NAME_LAST or word.lower() in NAME_FIRST_LOWER or word.lower() in NAME_LAST_LOWER
+
+
 def mention_pattern(words: frozenset[str]) -> re.Pattern:
     """The pattern of every whole-word mention of the given name words. A word that is also an
     English word ("Will") is matched with its capital only, the others in any case."""
@@ -507,12 +561,19 @@ def mention_pattern(words: frozenset[str]) -> re.Pattern:
     alts = []
     cjk = sorted((w for w in words if _is_cjk(w[0])), key=len, reverse=True)
     latin = sorted((w for w in words if not _is_cjk(w[0])), key=len, reverse=True)
-    folded = [re.escape(w) for w in latin if w.lower() not in ENGLISH_WORDS]
-    plain = [re.escape(w) for w in latin if w.lower() in ENGLISH_WORDS]
+    # any case for a listed name that is no English word (lena for Lena), with its capital for
+    # one that is (Will); a word in no name list, taken for a name because it is rare, is not
+    # looked for elsewhere (it may be an identifier: class Iterable)
+    folded = [re.escape(w) for w in latin if _listed(w) and w.lower() not in ENGLISH_WORDS]
+    plain = [re.escape(w) for w in latin if _listed(w) and w.lower() in ENGLISH_WORDS]
+    if not (folded or plain or cjk):
+        return _NEVER
+    # the edges of a word in prose, as _RUN has them: not an attribute (obj.Emin), a call, a path
+    before, after = r"(?<![\w\-.@/\\#$%&*+=|~^`])", r"(?![\w\-(@/\\]|\.\w)"
     if folded:
-        alts.append(r"(?<![\w\-])(?i:" + "|".join(folded) + r")(?![\w\-])")
+        alts.append(before + "(?i:" + "|".join(folded) + ")" + after)
     if plain:
-        alts.append(r"(?<![\w\-])(?:" + "|".join(plain) + r")(?![\w\-])")
+        alts.append(before + "(?:" + "|".join(plain) + ")" + after)
     if cjk:
         alts.append("|".join(re.escape(w) for w in cjk))
     pat = re.compile("|".join(alts))

@@ -195,11 +195,50 @@ def presidio_detector(lang: str):
     return detect, what
 
 
+def code_corpus(limit_mb: float) -> list[tuple[str, str]]:
+    """(path, text) of real source files on this machine: the Python standard library and, when
+    Node is installed, npm's own JavaScript; about limit_mb of each."""
+    import sysconfig
+
+    roots = [(Path(sysconfig.get_paths()["stdlib"]), "*.py"), (Path("/usr/lib/node_modules/npm"), "*.js"),
+             (Path("/usr/share/nodejs"), "*.js")]
+    out = []
+    for root, pattern in roots:
+        size = 0
+        for f in sorted(root.rglob(pattern)) if root.is_dir() else []:
+            if "test" in f.parts or "tests" in f.parts:
+                continue
+            try:
+                text = f.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            out.append((str(f), text))
+            size += len(text)
+            if size > limit_mb * 1e6:
+                break
+    return out
+
+
+def code_over_reach(files: list[tuple[str, str]]) -> tuple[int, dict[str, int], list[str]]:
+    chars = 0
+    by_kind: dict[str, int] = {}
+    examples: list[str] = []
+    for path, text in files:
+        chars += len(text)
+        for s, e, kind in find_spans(text):
+            by_kind[kind] = by_kind.get(kind, 0) + e - s
+            if len(examples) < 30 and kind in (PERSON, "secret"):
+                examples.append(f"{kind}: {text[max(0, s - 20):e + 10]!r}")
+    return chars, by_kind, examples
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=REPO / ".cache" / "names-eval")
     ap.add_argument("--pku-lines", type=int, default=20000, help="lines of the People's Daily corpus to use")
     ap.add_argument("--presidio", action="store_true", help="also run Presidio on the same text")
+    ap.add_argument("--code-mb", type=float, default=3.0, help="MB of real source code per language for the over-reach check")
+    ap.add_argument("--examples", action="store_true", help="print what was replaced in the source code")
     a = ap.parse_args()
     raw, pku_path = fetch(a.cache)
     sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
@@ -220,6 +259,12 @@ def main() -> None:
             dt = time.process_time() - t
             mb = sum(len(x.encode()) for x, _ in data) / 1e6
             print(f"| {label} | {name} | {r['names']} | {r['recall']:.3f} | {r['over_reach'] * 100:.3f} % | {mb / dt:.2f} |")
+    files = code_corpus(a.code_mb)
+    chars, by_kind, examples = code_over_reach(files)
+    kinds = ", ".join(f"{k} {v / chars * 100:.3f} %" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))
+    print(f"\nsource code: {len(files)} files, {chars / 1e6:.1f} M characters; replaced: {sum(by_kind.values()) / chars * 100:.3f} % ({kinds})")
+    if a.examples:
+        print("\n".join(examples))
 
 
 if __name__ == "__main__":
