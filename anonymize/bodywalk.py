@@ -44,6 +44,10 @@ def _key_code(key: Any, openai: bool) -> int:
     return code
 
 
+class _Named(Exception):
+    """The body holds a person's name: the general path replaces its other mentions."""
+
+
 def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
     """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
     separators=separators) would; None where orjson cannot stand in for json (see fastjson), or
@@ -71,9 +75,6 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     # (container, the key it sits under, the key its parent sits under)
     stack: list[tuple[Any, Any, Any]] = [(root, None, None)]
     pop, push = stack.pop, stack.append
-
-    class _Named(Exception):
-        pass
 
     def other(src: Any, k: Any, v: str, kk: Any, ctx: Any) -> bool:
         """A string under a key with a meaning (kk, in ctx): written here, True; else False."""

@@ -35,14 +35,15 @@ _WORD = "(?:Mc|Mac|O['\u2019]|D['\u2019])?[" + _UP + "][" + _LOW + "]+(?:-[" + _
 _PARTICLES = "van|von|de|der|den|da|di|du|del|della|la|le|bin|ibn|al|dos|das|ter|ten|y"
 _GAP = "[ \u00a0]{1,2}"
 _RUN = re.compile(
-    # not inside an identifier, a path, a handle or an attribute access
-    r"(?<![\w\-.@/\\#$%&*+=|~^`])"
-    + _WORD
+    # (not inside an identifier, a path, a handle or an attribute access: _latin checks the
+    # character before, a lookbehind here would be tried at every position of the text)
+    _WORD
     + "(?:" + _GAP + "(?:[" + _UP + r"]\." + _GAP + "|[" + _UP + "]" + _GAP + ")*(?:(?:" + _PARTICLES + ")" + _GAP + ")*" + _WORD + "){0,3}"
     # not glued to a word, a call, a path or an attribute (Foo(), Foo.bar, Foo/bar)
     + r"(?![\w(@/\\]|\.\w|-\w|['\u2019][A-Za-z]{2})"
 )
 _PIECE = re.compile(r"\S+")
+_GLUED_BEFORE = frozenset("_-.@/\\#$%&*+=|~^`")
 _STREET_WORDS = frozenset("Dr Rd St Ave Blvd Ln Ct Pl Hwy Pkwy Drive Road Street Avenue Boulevard Lane Court Place Way".split())
 _STREET_AFTER = re.compile(r"[ \t]+(?:Dr|Rd|St|Ave|Blvd|Ln|Ct|Pl|Hwy|Pkwy)\b\.?(?![ \t]+[A-Z][a-z])")
 _INITIAL = re.compile("[" + _UP + r"]\.?$")
@@ -165,10 +166,19 @@ def _in_code(lines: list[tuple[int, int]], s: int) -> bool:
 
 def _latin(text: str, out: list[Span]) -> None:
     code: list[tuple[int, int]] | None = None
+    memo = _CLASS
     for m in _RUN.finditer(text):
+        b = m.start()
+        if b and (text[b - 1].isalnum() or text[b - 1] in _GLUED_BEFORE):
+            continue
+        g0 = m.group()
+        if " " not in g0 and "\u00a0" not in g0:  # one word, most often a plain one: The, This
+            c = memo.get(g0) or _classify(g0)
+            if (c[2] and not c[0] and not c[1]) or g0.lower() in _TITLE_WORDS:
+                continue
         if code is None:
             code = _code_lines(text)
-        pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(m.group())]
+        pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(g0)]
         base = m.start()
         words = []  # (start, end, word, first, last, word)
         for a, b, w in pieces:
@@ -342,7 +352,8 @@ _CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
 _CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
     "谢谢 小姐姐 小哥 老板 老公 老婆 阿姨 大爷 大妈 宝宝 亲 亲爱的 同学们 朋友们 小时 小心 小说 小学 小组 小区".split()
 )
-_CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb]{2,}")
+# a run of Chinese text (punctuation and full-width forms inside it), tagged in one call
+_CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
 _NR = frozenset(("nr", "nrfg", "nrt"))
 _DOTS = frozenset("\u00b7\u2022\u30fb")
 
@@ -383,16 +394,30 @@ def _tag(segment: str) -> list[tuple[str, str]]:
 
 
 def _chinese(text: str, out: list[Span]) -> None:
-    toks: list[tuple[int, int, str, str]] = []  # (start, end, word, tag) of every CJK run
-    for m in _CJK_RUN.finditer(text):
-        pos = m.start()
+    runs = [(m.start(), m.group()) for m in _CJK_RUN.finditer(text)]
+    if not runs:
+        return
+    # every run of the text tagged in one call, the runs joined by line breaks (jieba never
+    # joins words across one), the tokens mapped back to the text run by run
+    tags = _tag("\n".join(seg for _, seg in runs))
+    cues = _CN_NAME_CUES.search(text) is not None
+    toks: list[tuple[int, int, str, str]] = []  # (start, end, word, tag) of every run
+    k = 0
+    for start, seg in runs:
+        pos, end = start, start + len(seg)
         run = []
-        for w, t in _tag(m.group()):
+        while pos < end and k < len(tags):
+            w, t = tags[k]
+            k += 1
             run.append((pos, pos + len(w), w, t))
             pos += len(w)
-        _tagged(text, run, out)
+        while k < len(tags) and tags[k][0] == "\n":
+            k += 1
+        if any(t in _NR for _, _, _, t in run):
+            _tagged(text, run, out)
         toks += run
-    _cn_cues(text, toks, out)
+    if cues:
+        _cn_cues(text, toks, out)
 
 
 def _fits_words(toks: list[tuple[int, int, str, str]], s: int, e: int) -> bool:
