@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from itertools import accumulate
 
 from .gazetteer import (
     CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
@@ -106,6 +107,13 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
     return res
 
 
+# Capitalised English words in no name list, and titles: a run that is one of them alone is
+# never a name (a set lookup per match, before any other work)
+_PLAIN: frozenset[str] = frozenset(
+    c for c in (w[:1].upper() + w[1:] for w in ENGLISH_WORDS) if c not in NAME_FIRST and c not in NAME_LAST
+) | EN_NOT_NAMES | frozenset(t for t in TITLES) | frozenset(w for w in NOT_PERSON_WORDS if w not in NAME_FIRST and w not in NAME_LAST)
+
+
 def _sentence_start(text: str, s: int) -> bool:
     i = s - 1
     while i >= 0 and text[i] in " \u00a0":
@@ -166,16 +174,14 @@ def _in_code(lines: list[tuple[int, int]], s: int) -> bool:
 
 def _latin(text: str, out: list[Span]) -> None:
     code: list[tuple[int, int]] | None = None
-    memo = _CLASS
+    plain = _PLAIN
     for m in _RUN.finditer(text):
+        g0 = m.group()
+        if g0 in plain:  # one plain word, the most common match by far: The, This, Property
+            continue
         b = m.start()
         if b and (text[b - 1].isalnum() or text[b - 1] in _GLUED_BEFORE):
             continue
-        g0 = m.group()
-        if " " not in g0 and "\u00a0" not in g0:  # one word, most often a plain one: The, This
-            c = memo.get(g0) or _classify(g0)
-            if (c[2] and not c[0] and not c[1]) or g0.lower() in _TITLE_WORDS:
-                continue
         if code is None:
             code = _code_lines(text)
         pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(g0)]
@@ -393,42 +399,66 @@ def _tag(segment: str) -> list[tuple[str, str]]:
     return _tagger(segment)
 
 
+class _Tokens:
+    """jieba's tokens of a text's Chinese runs: parallel lists of start and end positions (in the
+    text), words and tags, sorted by position."""
+
+    __slots__ = ("start", "end", "word", "tag")
+
+    def __init__(self, text: str) -> None:
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.word: list[str] = []
+        self.tag: list[str] = []
+        runs = [(m.start(), m.end()) for m in _CJK_RUN.finditer(text)]
+        if not runs:
+            return
+        # every run tagged in one call, the runs joined by line breaks (jieba never joins words
+        # across one); the separators' tokens are dropped and positions mapped back run by run
+        tagged = _tag("\n".join(text[a:b] for a, b in runs))
+        words = [w for w, _ in tagged]
+        offs = list(accumulate(map(len, words), initial=0))
+        if len(runs) == 1:
+            shift = runs[0][0]
+            self.start = [o + shift for o in offs[:-1]]
+            self.end = [o + shift for o in offs[1:]]
+            self.word = words
+            self.tag = [t for _, t in tagged]
+            return
+        joined = list(accumulate((b - a + 1 for a, b in runs), initial=0))  # each run's start when joined
+        shifts = [a - j for (a, _), j in zip(runs, joined)]
+        keep = [k for k, w in enumerate(words) if w != "\n"]
+        run_of = [bisect.bisect_right(joined, offs[k]) - 1 for k in keep]
+        self.start = [offs[k] + shifts[r] for k, r in zip(keep, run_of)]
+        self.end = [offs[k + 1] + shifts[r] for k, r in zip(keep, run_of)]
+        self.word = [words[k] for k in keep]
+        self.tag = [tagged[k][1] for k in keep]
+
+    def at_or_before(self, pos: int) -> int:
+        return max(bisect.bisect_right(self.start, pos) - 1, 0)
+
+
 def _chinese(text: str, out: list[Span]) -> None:
-    runs = [(m.start(), m.group()) for m in _CJK_RUN.finditer(text)]
-    if not runs:
+    toks = _Tokens(text)
+    if not toks.word:
         return
-    # every run of the text tagged in one call, the runs joined by line breaks (jieba never
-    # joins words across one), the tokens mapped back to the text run by run
-    tags = _tag("\n".join(seg for _, seg in runs))
-    cues = _CN_NAME_CUES.search(text) is not None
-    toks: list[tuple[int, int, str, str]] = []  # (start, end, word, tag) of every run
-    k = 0
-    for start, seg in runs:
-        pos, end = start, start + len(seg)
-        run = []
-        while pos < end and k < len(tags):
-            w, t = tags[k]
-            k += 1
-            run.append((pos, pos + len(w), w, t))
-            pos += len(w)
-        while k < len(tags) and tags[k][0] == "\n":
-            k += 1
-        if any(t in _NR for _, _, _, t in run):
-            _tagged(text, run, out)
-        toks += run
-    if cues:
+    nr = [i for i, t in enumerate(toks.tag) if t in _NR]
+    if nr:
+        _tagged(text, toks, nr, out)
+    if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
 
 
-def _fits_words(toks: list[tuple[int, int, str, str]], s: int, e: int) -> bool:
+def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
     """A name candidate [s, e) found by a cue agrees with the segmentation: no word of two or
     more characters crosses its edges (客户信用卡: 信用卡 is a word, 信用 no name), and it is not
     itself a frequent word."""
     if _zh_common(text_of(toks, s, e)):
         return False
-    i = max(bisect.bisect_right(toks, (s, 1 << 62)) - 1, 0)
-    while i < len(toks) and toks[i][0] < e:
-        a, b, w, t = toks[i]
+    i = toks.at_or_before(s)
+    n = len(toks.word)
+    while i < n and toks.start[i] < e:
+        a, b, w, t = toks.start[i], toks.end[i], toks.word[i], toks.tag[i]
         if b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and _surname_len(w) != len(w):
             return False
         i += 1
@@ -451,70 +481,71 @@ def _zh_common(word: str) -> bool:
     return z is not None and z >= (3.5 if len(word) == 2 else 4.0)
 
 
-def _context(toks: list[tuple[int, int, str, str]], i: int, j: int) -> bool:
+def _context(toks: _Tokens, i: int, j: int) -> bool:
     """A title right before tokens i..j, or a title or speech verb right after them."""
-    before = toks[i - 1][2] if i > 0 else ""
-    after = toks[j + 1][2] if j + 1 < len(toks) else ""
+    before = toks.word[i - 1] if i > 0 else ""
+    after = toks.word[j + 1] if j + 1 < len(toks.word) else ""
     return before in _CN_TITLES or before.endswith(("长", "记者")) or after in _CN_TITLES or after in _CN_SPEECH
 
 
-def _tagged(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -> None:
-    i, n = 0, len(toks)
-    while i < n:
-        s, e, w, t = toks[i]
+def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
+    """The name tokens (indices `nr`), each with the surname token before it when jieba split
+    the name (江/泽民, 欧阳/娜娜) and the parts joined by a middle dot (阿卜杜拉·买买提)."""
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    n = len(word)
+    done = -1
+    for i in nr:
+        if i <= done:
+            continue
+        if i > 0 and i - 1 > done and _surname_len(word[i - 1]) == len(word[i - 1]) and len(word[i]) <= 2 and start[i] == end_[i - 1]:
+            i -= 1  # the surname token before a given name
         j = i
-        if t in _NR or (_surname_len(w) == len(w) and i + 1 < n and toks[i + 1][3] in _NR and len(toks[i + 1][2]) <= 2):
-            # a surname token and its given name (江/泽民, 欧阳/娜娜), and names joined by a
-            # middle dot (阿卜杜拉·买买提); other name tokens stand alone
-            if _surname_len(w) == len(w) and j + 1 < n and toks[j + 1][3] in _NR and len(toks[j + 1][2]) <= 2:
-                j += 1
-            while j + 2 < n and toks[j + 1][2] in _DOTS and len(toks[j + 2][2]) <= 4:
-                j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
-            end = toks[j][1]
-            name = text[s:end]
-            while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
-                cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
-                name, end = name[:-cut], end - cut
-            k = _surname_len(name)
-            if len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
-                ok = False
-            elif dotted_at(toks, i) or any(c in _DOTS for c in name):
-                ok = True
-            elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
-                # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
-                # also a frequent word (文明, 祝贺, 莫斯科) needs context
-                ok = not _zh_common(name) or _context(toks, i, j)
-            else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
-                ok = len(name) <= 6 and _context(toks, i, j)
-            if ok:
-                out.append(Span(s, end, PERSON))
-        i = j + 1
+        w, t = word[i], tag[i]
+        if _surname_len(w) == len(w) and j + 1 < n and tag[j + 1] in _NR and len(word[j + 1]) <= 2:
+            j += 1
+        while j + 2 < n and word[j + 1] in _DOTS and len(word[j + 2]) <= 4:
+            j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
+        done = j
+        s, end = start[i], end_[j]
+        if any(end_[k] != start[k + 1] for k in range(i, j)):
+            continue  # not one stretch of text
+        name = text[s:end]
+        while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
+            cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
+            name, end = name[:-cut], end - cut
+        k = _surname_len(name)
+        if len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
+            ok = False
+        elif (i + 1 < n and word[i + 1] in _DOTS) or any(c in _DOTS for c in name):
+            ok = True
+        elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
+            # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
+            # also a frequent word (文明, 祝贺, 莫斯科) needs context
+            ok = not _zh_common(name) or _context(toks, i, j)
+        else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
+            ok = len(name) <= 6 and _context(toks, i, j)
+        if ok:
+            out.append(Span(s, end, PERSON))
 
 
-def text_of(toks: list[tuple[int, int, str, str]], s: int, e: int) -> str:
+def text_of(toks: _Tokens, s: int, e: int) -> str:
     """The text of [s, e) rebuilt from the tokens that cover it."""
-    i = max(bisect.bisect_right(toks, (s, 1 << 62)) - 1, 0)
+    i = toks.at_or_before(s)
     parts = []
-    while i < len(toks) and toks[i][0] < e:
-        a, b, w, _ = toks[i]
+    while i < len(toks.word) and toks.start[i] < e:
+        a, b, w = toks.start[i], toks.end[i], toks.word[i]
         parts.append(w[max(0, s - a) : len(w) - max(0, b - e)])
         i += 1
     return "".join(parts)
 
 
-def _starts_token(toks: list[tuple[int, int, str, str]], i: int, word: str) -> bool:
-    """A token starts at i and is `word` (or begins with it: 老师们); a name token may end there."""
-    k = bisect.bisect_left(toks, (i,))
-    if k < len(toks) and toks[k][0] == i:
-        return toks[k][2].startswith(word)
-    return False
+def _starts_token(toks: _Tokens, i: int, word: str) -> bool:
+    """A token starts at i and is `word` (or begins with it: 老师们)."""
+    k = bisect.bisect_left(toks.start, i)
+    return k < len(toks.start) and toks.start[k] == i and toks.word[k].startswith(word)
 
 
-def dotted_at(toks: list[tuple[int, int, str, str]], i: int) -> bool:
-    return i + 1 < len(toks) and toks[i + 1][2] in _DOTS
-
-
-def _cn_cues(text: str, toks: list[tuple[int, int, str, str]], out: list[Span]) -> None:
+def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
     for m in _CN_NAME_CUES.finditer(text):
         if m.group() in _CN_TRIGGER_SET:  # 我叫/姓名/联系人...: the name follows
             i = m.end()
