@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import fastjson
 from .detectors import PERSON, SECRET
 from .names import looks_like_name
-from .scrubber import _CACHE_MIN_CHARS, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_name_key, _is_secret_key, _ordered_counts
+from .scrubber import _CACHE_MIN_CHARS, _ONE_PERSON, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_name_key, _is_secret_key, _ordered_counts
 
 if TYPE_CHECKING:
     from .scrubber import Scrubber
@@ -44,15 +44,11 @@ def _key_code(key: Any, openai: bool) -> int:
     return code
 
 
-class _Named(Exception):
-    """The body holds a person's name: the general path replaces its other mentions."""
-
-
 def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
     """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
-    separators=separators) would; None where orjson cannot stand in for json (see fastjson), or
-    where the body holds a person's name (every other mention of it is then replaced by the
-    general path, Scrubber._scrub_tree): the caller parses again with json, as `value` may have
+    separators=separators) would, the other mentions of the body's names replaced in the encoded
+    text (Scrubber.propagate_json, as the json path does); None where orjson cannot stand in
+    for json (see fastjson), and the caller parses again with json, as `value` may have
     changed."""
     frags = scrubber._frags
     fmap_get, fmake = frags.map.get, frags.make
@@ -68,6 +64,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     keys: list[Any] = []
     floats: list[float] = []
     order: list[Any] = []  # as in Scrubber._collect
+    named: list[str] = []  # original strings in which a name was found
     n_secret = 0
     hits = 0
     unsafe = False
@@ -95,7 +92,12 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             src[k] = f if f is not None else fmake(sub)
             return True
         if code & _PERSON and looks_like_name(v):
-            raise _Named
+            named.append(v)
+            order.append(_ONE_PERSON)
+            sub = scrubber._name_value(v)
+            f = fmap_get(sub)
+            src[k] = f if f is not None else fmake(sub)
+            return True
         return False
 
     try:
@@ -123,7 +125,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                             src[k] = e[0]
                             if e[1]:
                                 if PERSON in e[1]:
-                                    raise _Named
+                                    named.append(v)
                                 order.append(e[1])
                             continue
                         order.append(len(strings))
@@ -147,7 +149,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                             src[i] = e[0]
                             if e[1]:
                                 if PERSON in e[1]:
-                                    raise _Named
+                                    named.append(v)
                                 order.append(e[1])
                             continue
                         order.append(len(strings))
@@ -160,8 +162,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                         floats.append(v)
         scrubber.stats.cache_hits += hits
         results = scrubber.scrub_many(strings) if strings else []
-        if any(PERSON in r.counts for r in results if r.counts):
-            raise _Named
+        named += [t for t, r in zip(strings, results) if r.counts and PERSON in r.counts]
         for dst, k, s, r in zip(dsts, keys, strings, results):
             f = fmap_get(r.text)
             if f is None:
@@ -171,12 +172,10 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
                 frags.remember(s, f, r.counts or None)
     except fastjson.orjson.JSONEncodeError:  # a lone surrogate: json writes it, orjson cannot
         return None
-    except _Named:
-        scrubber.stats.cache_hits += hits
-        return None
     if unsafe or (floats and not fastjson.plain_floats(floats)):
         return None
     out = fastjson.dumps_fragments(root if root is value else root[0], separators)
     if out is None:
         return None
-    return out, _ordered_counts(n_secret, order, results)
+    counts = _ordered_counts(n_secret, order, results)
+    return scrubber.propagate_json(out, scrubber.words_of(named), counts), counts

@@ -597,7 +597,7 @@ def name_words(name: str) -> list[str]:
     return out
 
 
-_PATTERNS: dict[frozenset[str], re.Pattern] = {}
+_PATTERNS: dict[tuple[frozenset[str], bool], re.Pattern] = {}
 
 
 _NEVER = re.compile(r"(?!)")
@@ -608,10 +608,12 @@ def _listed(word: str) -> bool:
     return cap in NAME_FIRST or cap in NAME_LAST or word.lower() in NAME_FIRST_LOWER or word.lower() in NAME_LAST_LOWER
 
 
-def mention_pattern(words: frozenset[str]) -> re.Pattern:
+def mention_pattern(words: frozenset[str], json_text: bool = False) -> re.Pattern:
     """The pattern of every whole-word mention of the given name words. A word that is also an
-    English word ("Will") is matched with its capital only, the others in any case."""
-    pat = _PATTERNS.get(words)
+    English word ("Will") is matched with its capital only, the others in any case. With
+    json_text, for the encoded text of a JSON body: a mention right after an escape (\\n, \\")
+    or right before one counts as it does in the decoded string."""
+    pat = _PATTERNS.get((words, json_text))
     if pat is not None:
         return pat
     alts = []
@@ -626,6 +628,10 @@ def mention_pattern(words: frozenset[str]) -> re.Pattern:
         return _NEVER
     # the edges of a word in prose, as _RUN has them: not an attribute (obj.Emin), a call, a path
     before, after = r"(?<![\w\-.@/\\#$%&*+=|~^`])", r"(?![\w\-(@/\\]|\.\w)"
+    if json_text:
+        # decoded, a newline, tab or quote stands there (an escaped backslash does not)
+        before = r"(?:(?<=(?<!\\)\\[nrtbf])|(?<=(?<!\\)\\u[0-9a-fA-F]{4})|" + before + ")"
+        after = r"(?![\w\-(@/]|\.\w|\\\\)"
     if folded:
         alts.append(before + "(?i:" + "|".join(folded) + ")" + after)
     if plain:
@@ -635,7 +641,7 @@ def mention_pattern(words: frozenset[str]) -> re.Pattern:
     pat = re.compile("|".join(alts))
     if len(_PATTERNS) >= 4096:
         _PATTERNS.clear()
-    _PATTERNS[words] = pat
+    _PATTERNS[(words, json_text)] = pat
     return pat
 
 

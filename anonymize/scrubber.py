@@ -116,6 +116,7 @@ class Scrubber:
         self._frags = fastjson.FragmentCache()
         self._names_of: dict[str, frozenset[str]] = {}  # string -> the name words found in it
         self._named: list[str] = []  # _collect -> _scrub_tree: strings of the body with names
+        self.body_names: frozenset[str] = frozenset()  # name words of the body scrubbed last
 
     def disable_text_cache(self) -> None:
         """Scan every string even when it was seen before (benchmarks; results are identical)."""
@@ -330,9 +331,10 @@ class Scrubber:
         `value` is not modified."""
         return self._scrub_tree(value, inplace=False)
 
-    def _scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
+    def _scrub_tree(self, value: Any, *, inplace: bool, propagate: bool = True) -> tuple[Any, dict[str, int]]:
         """scrub_json; with inplace=True (for values this module parsed itself and owns) the
-        containers are reused instead of copied."""
+        containers are reused instead of copied. With propagate=False the other mentions of the
+        body's names are left to the caller (`body_names` holds their words)."""
         strings: list[str] = []
         dsts: list[Any] = []
         keys: list[Any] = []
@@ -348,15 +350,27 @@ class Scrubber:
         named = self._named
         self._named = []
         named += [t for t, r in zip(strings, results) if PERSON in r.counts]
-        if named:  # a name found anywhere in the body is replaced everywhere in it
-            words = frozenset().union(*(self.names_in(t) for t in named))
-            if words:
-                n = self._propagate(root, mention_pattern(words), openai)
-                if n:
-                    counts[PERSON] = counts.get(PERSON, 0) + n
+        self.body_names = words = self.words_of(named)
+        if words and propagate:  # a name found anywhere in the body is replaced everywhere in it
+            n = self._propagate(root, mention_pattern(words), openai)
+            if n:
+                counts[PERSON] = counts.get(PERSON, 0) + n
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
         return root, counts
+
+    def words_of(self, named: list[str]) -> frozenset[str]:
+        """The name words found in these original strings of one body."""
+        return frozenset().union(*(self.names_in(t) for t in named)) if named else frozenset()
+
+    def propagate_json(self, encoded: str, words: frozenset[str], counts: dict[str, int]) -> str:
+        """Other mentions of the body's names in its encoded JSON text (scrub_body's paths)."""
+        if not words:
+            return encoded
+        out, n = self.replace_mentions(encoded, mention_pattern(words, json_text=True))
+        if n:
+            counts[PERSON] = counts.get(PERSON, 0) + n
+        return out
 
     def _propagate(self, root: Any, pattern: re.Pattern, openai: bool) -> int:
         """Other mentions of the body's names in its scrubbed strings (protocol fields kept)."""
@@ -547,8 +561,8 @@ class Scrubber:
                     error = _join(error, "body is not valid JSON; scrubbed as text")
             else:
                 try:
-                    scrubbed, counts = self._scrub_tree(value, inplace=True)
-                    out = _encoder(_separators(text)).encode(scrubbed)
+                    scrubbed, counts = self._scrub_tree(value, inplace=True, propagate=False)
+                    out = self.propagate_json(_encoder(_separators(text)).encode(scrubbed), self.body_names, counts)
                     return ScrubbedBody(out, counts, True, error)
                 except RecursionError:
                     error = _join(error, "JSON nested too deeply to re-encode; scrubbed as text")

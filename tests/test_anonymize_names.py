@@ -256,3 +256,15 @@ def test_planted_secrets_in_code_are_replaced_and_nothing_else(scrubber):
     assert changed and all(any(a <= i < b for a, b in spans) for i in changed)
     assert all(s not in r.text for s in SECRETS)
     assert r.counts == {"secret": 3}
+
+
+def test_mentions_next_to_json_escapes_match_the_decoded_strings(scrubber):
+    body = {"messages": [{"role": "user", "content": "my name is Lena Andersson"},
+                         {"role": "user", "content": 'line\nLena said "Andersson"\tok \\Lena'}]}  # fmt: skip
+    raw = json.dumps(body).encode()
+    r = scrubber.scrub_body(raw, "application/json")
+    tree, counts = Scrubber(KEY).scrub_json(body)
+    assert json.loads(r.text) == tree and r.counts == counts
+    second = tree["messages"][1]["content"]
+    assert "Lena said" not in second and '"Andersson"' not in second
+    assert second.endswith("\\Lena")  # after a backslash (a path, an escape sequence in code): no mention
