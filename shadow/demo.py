@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from shadowreplay.errors import ConfigError, ShadowReplayError, TargetError
+from shadowreplay.ports import free_ports
 
 from .engine import EngineConfig, VllmServer, log_tail
 from .pii_check import LeakChecker
@@ -447,19 +448,6 @@ def fetch(con, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     cur = con.execute(sql, used)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def wait_all_ready(servers: dict[str, VllmServer], timeout_s: float) -> None:

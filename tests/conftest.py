@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
+
+from shadowreplay.ports import free_port as _free_port
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -71,9 +72,8 @@ def key_file(tmp_path_factory, scrub_key) -> Path:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port outside the kernel's ephemeral range (see shadowreplay/ports.py)."""
+    return _free_port()
 
 
 @pytest.fixture
