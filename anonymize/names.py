@@ -32,7 +32,9 @@ _LOW = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
 _CAP = "[" + _UP + "][" + _LOW + "]+(?:['\\-][" + _UP + "]?[" + _LOW + "]+)?"
 # one capitalised word: O'Brien, D'Angelo, McDonald, Marie-Claire, Whitfield-Barnes (never the
 # possessive 's, which stays outside)
-_WORD = "(?:Mc|Mac|O['\u2019]|D['\u2019])?[" + _UP + "][" + _LOW + "]+(?:-[" + _UP + "][" + _LOW + "]+)*"
+# (written to start with the capital, so the regex engine can skip to capitals quickly:
+# M+c+D = McDonald, M+ac+A = MacArthur, O+'B = O'Brien)
+_WORD = "[" + _UP + "](?:c[" + _UP + "]|ac[" + _UP + "]|['\u2019][" + _UP + "])?[" + _LOW + "]+(?:-[" + _UP + "][" + _LOW + "]+)*"
 _PARTICLES = "van|von|de|der|den|da|di|du|del|della|la|le|bin|ibn|al|dos|das|ter|ten|y"
 _GAP = "[ \u00a0]{1,2}"
 _RUN = re.compile(

@@ -294,13 +294,24 @@ class Scrubber:
         self._remember_names(value, set(name_words(value)))
         return self._subs.substitute(PERSON, value)
 
-    def replace_mentions(self, text: str, pattern: re.Pattern) -> tuple[str, int]:
-        """Every mention `pattern` finds in `text`, replaced by its name's substitute."""
+    def replace_mentions(self, text: str, pattern: re.Pattern, lowered: list[str]) -> tuple[str, int]:
+        """Every mention `pattern` finds in `text`, replaced by its name's substitute. `lowered`
+        (the name words, lower case) locates the candidates: the pattern is only tried there."""
+        lo = text.lower() if len(text.lower()) == len(text) else None
+        if lo is None:  # a character lower-cases to two: let the pattern scan
+            starts = [m.start() for m in pattern.finditer(text)]
+        else:
+            starts = sorted({i for w in lowered for i in _find_all(lo, w)})
         pieces = []
         pos = n = 0
-        for m in pattern.finditer(text):
+        for i in starts:
+            if i < pos:
+                continue
+            m = pattern.match(text, i)
+            if m is None or m.start() != i:
+                continue
             word = m.group()
-            pieces.append(text[pos : m.start()])
+            pieces.append(text[pos:i])
             cjk = any("\u3400" <= c <= "\u9fff" for c in word)
             pieces.append(self._subs.substitute(PERSON, word) if cjk else self._subs.name_word(word))
             pos = m.end()
@@ -352,7 +363,7 @@ class Scrubber:
         named += [t for t, r in zip(strings, results) if PERSON in r.counts]
         self.body_names = words = self.words_of(named)
         if words and propagate:  # a name found anywhere in the body is replaced everywhere in it
-            n = self._propagate(root, mention_pattern(words), openai)
+            n = self._propagate(root, mention_pattern(words), openai, words)
             if n:
                 counts[PERSON] = counts.get(PERSON, 0) + n
         if not isinstance(value, (dict, list, tuple)):
@@ -367,13 +378,18 @@ class Scrubber:
         """Other mentions of the body's names in its encoded JSON text (scrub_body's paths)."""
         if not words:
             return encoded
-        out, n = self.replace_mentions(encoded, mention_pattern(words, json_text=True))
+        lo = encoded.lower()
+        lowered = [w.lower() for w in words if w.lower() in lo]
+        if not lowered:
+            return encoded  # the usual case: the one mention, replaced already
+        out, n = self.replace_mentions(encoded, mention_pattern(words, json_text=True), lowered)
         if n:
             counts[PERSON] = counts.get(PERSON, 0) + n
         return out
 
-    def _propagate(self, root: Any, pattern: re.Pattern, openai: bool) -> int:
+    def _propagate(self, root: Any, pattern: re.Pattern, openai: bool, words: frozenset[str]) -> int:
         """Other mentions of the body's names in its scrubbed strings (protocol fields kept)."""
+        lowered = [w.lower() for w in words]
         n = 0
         stack: list[tuple[Any, Any]] = [(root, None)]
         while stack:
@@ -384,7 +400,10 @@ class Scrubber:
                 if type(v) is str:
                     if openai and type(kk) is str and kk in _OPENAI_KEEP:
                         continue
-                    new, c = self.replace_mentions(v, pattern)
+                    lo = v.lower()
+                    if not any(w in lo for w in lowered):
+                        continue
+                    new, c = self.replace_mentions(v, pattern, lowered)
                     if c:
                         node[k] = new
                         n += c
@@ -591,6 +610,13 @@ class Scrubber:
             out[name] = r.text
             _merge(counts, r.counts)
         return out, counts
+
+
+def _find_all(text: str, word: str):
+    i = text.find(word)
+    while i >= 0:
+        yield i
+        i = text.find(word, i + 1)
 
 
 _secret_key_memo: dict[str, bool] = {}
