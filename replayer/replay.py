@@ -21,6 +21,7 @@ from .results_proc import write_manifest
 from .routes import parse_route, parse_target
 from .rows import static_columns
 from .runner import Replayer, RunConfig
+from .grpc_replay import check_grpc_target
 from .safety import check_targets, recorded_endpoints
 from .sink import ResultSink
 
@@ -100,6 +101,8 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     sched["per_target"] = per_target
     hosts, ports, schemes = zip(*plan.recorded_hosts) if plan.recorded_hosts else ((), (), ())
     check_targets(plan.targets, recorded_endpoints(hosts, ports, schemes), o.allow_recorded_host)
+    for ti in {plan.target_idx[i] for i, call in enumerate(plan.grpc) if call is not None}:
+        check_grpc_target(plan.targets[ti])
 
     if o.dry_run:
         echo(f"dry run: {sched['requests']} requests over {sched['span_s']} s at speed {o.speed:g} "
