@@ -619,31 +619,30 @@ def _find_all(text: str, word: str):
         i = text.find(word, i + 1)
 
 
-_secret_key_memo: dict[str, bool] = {}
-_name_key_memo: dict[str, bool] = {}
+class _KeyTest:
+    """Whether a dict key matches a pattern, memoized (the same keys come in every body)."""
+
+    __slots__ = ("pattern", "memo")
+
+    def __init__(self, pattern: re.Pattern) -> None:
+        self.pattern = pattern
+        self.memo: dict[str, bool] = {}
+
+    def __call__(self, key: Any) -> bool:
+        if type(key) is not str:
+            return False
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = bool(self.pattern.match(key))
+            if len(self.memo) < 10_000:
+                self.memo[key] = hit
+        return hit
+
+
+_is_secret_key = _KeyTest(_SECRET_KEY_RE)  # credential-valued keys: api_key, password, ...
+_is_name_key = _KeyTest(NAME_KEY)  # person-valued keys: name, customer, patient_name, ...
+_secret_key_memo = _is_secret_key.memo
 _ONE_PERSON = {PERSON: 1}
-
-
-def _is_name_key(key: Any) -> bool:
-    if type(key) is not str:
-        return False
-    hit = _name_key_memo.get(key)
-    if hit is None:
-        hit = bool(NAME_KEY.match(key))
-        if len(_name_key_memo) < 10_000:
-            _name_key_memo[key] = hit
-    return hit
-
-
-def _is_secret_key(key: Any) -> bool:
-    if type(key) is not str:
-        return False
-    hit = _secret_key_memo.get(key)
-    if hit is None:
-        hit = bool(_SECRET_KEY_RE.match(key))
-        if len(_secret_key_memo) < 10_000:
-            _secret_key_memo[key] = hit
-    return hit
 
 
 def _ordered_counts(n_secret: int, order: list[Any], results: list[Scrubbed]) -> dict[str, int]:
