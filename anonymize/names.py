@@ -11,8 +11,11 @@ Chinese: jieba's part-of-speech tagger (rjieba, the Rust port) marks person name
 is kept when it starts with a surname of the gazetteer, is a transliterated name joined by `·`,
 or stands before an honorific (先生, 女士, 小姐, 老师, 总, ...) or after a cue (我叫, 客户, 用户, 由, ...).
 
-`find_names(text, out)` appends PERSON spans; `mentions(text, names, out)` finds the other
-mentions of names already found (a second "Lena" after "my name is Lena Andersson")."""
+Rare capitalised words (in no name list, no word list and not among the frequent tokens of
+English) count as names in prose, never in a line of source code. `find_names` appends PERSON
+spans; `mentions` and `mention_pattern` find the other mentions of names already found (a
+second "Lena" after "my name is Lena Andersson"); `looks_like_name` judges a whole JSON value
+under a name-like key (`NAME_KEY`)."""
 
 from __future__ import annotations
 
@@ -573,14 +576,14 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
 
 
 # ---------------------------------------------------------------- all together
-_ASCII_UPPER = re.compile(r"[A-Z\u00c0-\u00de]")
+_CAPITAL = re.compile("[" + _UP + "]")
 
 
 def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Span]) -> None:
     """Every person name in `text` (`lo`: its lower-cased copy, same length)."""
     if letters:
         _triggers(text, lo, out)
-        if _ASCII_UPPER.search(text):
+        if _CAPITAL.search(text):
             _latin(text, out)
     if not ascii_text:
         _chinese(text, out)
