@@ -23,8 +23,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _synth():
+    """tests/analysis_synth.py, the generator the analysis tests use (loaded by its path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("analysis_synth", REPO / "tests" / "analysis_synth.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def generate(root: Path, rows: int) -> None:
-    from shadowreplay.analysis.synth import PlantedAnomaly, SynthSpec, write_recording
+    synth = _synth()
+    PlantedAnomaly, SynthSpec, write_recording = synth.PlantedAnomaly, synth.SynthSpec, synth.write_recording
 
     rate = rows / (3 * 7 * 86400)
     spec = SynthSpec(periods=3, n_rows=rows, itl_lists=False, prefix_groups=1000, seed=42,

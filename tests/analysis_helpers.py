@@ -1,5 +1,5 @@
-"""Helpers for the analysis tests (and anyone who wants synthetic recordings with planted periodic
-anomalies: the generator itself lives in analysis/synth.py so the demo can import it)."""
+"""Helpers for the analysis tests (synthetic recordings with planted periodic anomalies: the
+generator is tests/analysis_synth.py, which the analysis benchmark uses too)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shadowreplay.analysis.synth import (  # noqa: F401  (re-exported)
+from tests.analysis_synth import (  # noqa: F401  (re-exported)
     PlantedAnomaly,
     SynthSpec,
     make_engine_metrics,

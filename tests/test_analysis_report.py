@@ -90,7 +90,7 @@ def test_weekly_report_has_week_heatmap_and_anomaly(tmp_path_factory, tmp_path, 
 
 def test_report_without_streaming_or_metrics_still_renders(tmp_path, chromium, capsys):
     spec = SynthSpec(periods=10, period_s=60, rate_per_s=2.0, anomaly=None, itl_lists=False)
-    from shadowreplay.analysis.synth import make_requests, write_sorted
+    from tests.analysis_synth import make_requests, write_sorted
 
     req = make_requests(spec)
     req = req.set_column(req.column_names.index("ttft_ms"), "ttft_ms", [[None] * req.num_rows])

@@ -1,4 +1,4 @@
-"""Synthetic recordings with planted periodic anomalies, for tests, benchmarks and the demo.
+"""Synthetic recordings with planted periodic anomalies, for the tests and the analysis benchmark.
 
 Everything is vectorized with numpy, so ten million rows take seconds. The planted incident is
 the one this project exists for: a scheduled batch client sends prompts several times longer than
