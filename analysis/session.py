@@ -18,7 +18,7 @@ import duckdb
 
 from shadowreplay.dataset import find_tables, glob_for, parquet_files
 from shadowreplay.errors import ConfigError, DatasetError
-from shadowreplay.schema import ENGINE_METRICS, REPLAY_RESULTS, REQUESTS, TABLES
+from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
 
 log = logging.getLogger(__name__)
 
@@ -231,10 +231,6 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
 
 def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat") -> bool:
     return bool(scalar(con, f"SELECT count({expr}) > 0 FROM {view}"))
-
-
-def engine_metrics_present(src: Sources) -> bool:
-    return src.has(ENGINE_METRICS)
 
 
 def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None) -> int:

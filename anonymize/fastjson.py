@@ -25,19 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - orjson is a dependency; json alone still works
-    orjson = None  # type: ignore[assignment]
-
-AVAILABLE = orjson is not None
+import orjson
 
 
 def loads(data: bytes | str) -> tuple[bool, Any]:
     """(True, the parsed value), or (False, None) when orjson refuses `data` (then json.loads
     gives the usual value or the usual error)."""
-    if orjson is None:
-        return False, None
     try:
         return True, orjson.loads(data)
     except orjson.JSONDecodeError:

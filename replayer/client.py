@@ -19,10 +19,7 @@ from collections.abc import Callable
 
 from .routes import Target
 
-try:
-    from orjson import loads as _loads  # several times faster than json on usage events
-except ImportError:  # pragma: no cover - orjson is a dependency
-    _loads = json.loads
+from orjson import loads as _loads  # several times faster than json on usage events
 
 MAX_BODY = 4 << 20  # non-streamed bodies kept (for usage) up to this size
 # An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
@@ -514,17 +511,3 @@ async def probe(target: Target, timeout: float = 5.0) -> str | None:
         return f"cannot reach target {target.url}: {e.__class__.__name__}: {e}".rstrip(": ")
     w.close()
     return None
-
-
-async def get(target: Target, path: str, timeout: float = 3.0) -> tuple[int, bytes] | None:
-    """A plain GET (for /metrics discovery); None on any failure."""
-    ctx = ssl.create_default_context() if target.scheme == "https" else None
-    try:
-        r, w = await asyncio.wait_for(asyncio.open_connection(target.host, target.port, ssl=ctx), timeout)
-        w.write(f"GET {target.base_path}{path} HTTP/1.1\r\nHost: {target.hostport}\r\nConnection: close\r\n\r\n".encode())
-        data = await asyncio.wait_for(r.read(1 << 20), timeout)
-        w.close()
-        status = int(data.split(b" ", 2)[1])
-        return status, data
-    except (OSError, asyncio.TimeoutError, ValueError, IndexError, ssl.SSLError):
-        return None

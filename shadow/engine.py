@@ -149,21 +149,6 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie still answers kill(0); look at its state
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def stop_group(pgid: int, proc: subprocess.Popen | None = None, grace_s: tuple[float, float] = (20.0, 10.0)) -> None:
     """Stops every process of a process group: SIGINT, then SIGTERM, then SIGKILL."""
 
