@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from shadowreplay.dataset import find_tables, glob_for, parquet_files
+from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
 
@@ -122,7 +122,8 @@ def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | N
                 continue
             globs = src.globs[table]
             lit = sql_literal(globs[0]) if len(globs) == 1 else "[" + ", ".join(sql_literal(g) for g in globs) + "]"
-            con.execute(sql_text(f"view_{table}").replace(":glob", lit))
+            present = checked_columns([f for root in src.roots[table] for f in parquet_files(root, table)], table)
+            con.execute(sql_text(f"view_{table}").replace(":absent", absent_columns(table, present)).replace(":glob", lit))
             made.append(table)
         if src.has(REQUESTS) and src.has(REPLAY_RESULTS):
             con.execute(sql_text("view_replayed"))

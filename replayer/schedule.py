@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shadowreplay.dataset import check_file, find_tables, parquet_files
+from shadowreplay.dataset import check_file, duckdb_type, find_tables, parquet_files
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
 
@@ -102,24 +102,8 @@ def _column_list(present: set[str]) -> str:
             out.append(f'"{name}"')
         else:
             typ = REQUESTS_SCHEMA.field(name).type
-            out.append(f'CAST(NULL AS {_duck_type(typ)}) AS "{name}"')
+            out.append(f'CAST(NULL AS {duckdb_type(typ)}) AS "{name}"')
     return ", ".join(out)
-
-
-def _duck_type(t: pa.DataType) -> str:
-    if pa.types.is_string(t):
-        return "VARCHAR"
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_int32(t):
-        return "INTEGER"
-    if pa.types.is_int64(t):
-        return "BIGINT"
-    if pa.types.is_floating(t):
-        return "DOUBLE"
-    if pa.types.is_list(t):
-        return "STRUCT(direction VARCHAR, t_ms DOUBLE, compressed BOOLEAN, size INTEGER, data BLOB)[]"
-    return "VARCHAR"
 
 
 def select(recording: str | Path, filters: Filters, route_predicates: list[str] | None = None) -> Selection:

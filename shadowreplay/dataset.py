@@ -7,6 +7,7 @@ and renamed when complete, so a reader globbing `**/*.parquet` never sees a part
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import uuid
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,8 @@ import pyarrow.parquet as pq
 
 from .errors import DatasetError
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
+
+log = logging.getLogger(__name__)
 
 TMP_SUFFIX = ".tmp"  # files being written end in .parquet.tmp, so **/*.parquet never matches them
 
@@ -127,8 +130,15 @@ def find_tables(path: str | os.PathLike) -> dict[str, Path]:
     return found
 
 
+_warned_no_metadata = False
+
+
 def check_file(path: Path, table: str | None = None) -> pq.FileMetaData:
-    """Reads a file's footer and checks the schema version; raises DatasetError with the file named."""
+    """Reads a file's footer and checks it can be read as `table`: our schema version (a file
+    another tool wrote without our metadata is read as the current version, with one warning
+    per process), the table's required columns present, every documented column of a
+    compatible type. Raises DatasetError naming the file, the column and the expected type."""
+    global _warned_no_metadata
     try:
         md = pq.read_metadata(path)
     except Exception as e:  # corrupt footer, not Parquet, truncated
@@ -136,14 +146,97 @@ def check_file(path: Path, table: str | None = None) -> pq.FileMetaData:
     kv = md.metadata or {}
     version = kv.get(SCHEMA_VERSION_KEY)
     if version is None:
-        raise DatasetError(f"{path}: not a shadowreplay file (no {SCHEMA_VERSION_KEY.decode()} in its metadata)")
-    if version.decode() != SCHEMA_VERSION:
+        if not _warned_no_metadata:
+            _warned_no_metadata = True
+            log.warning("%s (and maybe others): no %s in the file's metadata; read as schema version %s",
+                        path, SCHEMA_VERSION_KEY.decode(), SCHEMA_VERSION)
+    elif version.decode() != SCHEMA_VERSION:
         raise DatasetError(
             f"{path}: schema version {version.decode()} is not supported (this shadowreplay reads version {SCHEMA_VERSION})"
         )
     if table is not None and kv.get(TABLE_KEY, table.encode()).decode() != table:
         raise DatasetError(f"{path}: holds table {kv[TABLE_KEY].decode()!r}, expected {table!r}")
+    if table is not None:
+        _check_columns(path, md.schema.to_arrow_schema(), SCHEMAS[table])
     return md
+
+
+def _check_columns(path: Path, have: pa.Schema, want: pa.Schema) -> None:
+    for f in want:
+        if f.name not in have.names:
+            if not f.nullable:
+                raise DatasetError(f"{path}: required column {f.name!r} ({f.type}) is missing")
+            continue
+        got = have.field(f.name).type
+        if not compatible(got, f.type):
+            raise DatasetError(f"{path}: column {f.name!r} is {got}, expected {f.type}")
+
+
+def compatible(got: pa.DataType, want: pa.DataType) -> bool:
+    """Can a column of type `got` be read where the schema says `want`? The same kind of value:
+    any integer width for an integer, any float width, any timestamp unit, string or large string,
+    lists, structs and maps of compatible items."""
+    t = pa.types
+    if got == want or t.is_null(got):
+        return True
+    for kind in (t.is_integer, t.is_floating, t.is_timestamp, t.is_boolean):
+        if kind(want):
+            return kind(got) or (kind is t.is_floating and t.is_integer(got))
+    if t.is_string(want) or t.is_large_string(want):
+        return t.is_string(got) or t.is_large_string(got) or t.is_dictionary(got) and t.is_string(got.value_type)
+    if t.is_binary(want) or t.is_large_binary(want):
+        return t.is_binary(got) or t.is_large_binary(got)
+    if t.is_map(want):
+        return t.is_map(got) and compatible(got.key_type, want.key_type) and compatible(got.item_type, want.item_type)
+    if t.is_list(want) or t.is_large_list(want):
+        return (t.is_list(got) or t.is_large_list(got)) and compatible(got.value_type, want.value_type)
+    if t.is_struct(want):
+        if not t.is_struct(got):
+            return False
+        names = [got.field(i).name for i in range(got.num_fields)]
+        return all(f.name not in names or compatible(got.field(f.name).type, f.type) for f in want)
+    return False
+
+
+def duckdb_type(t: pa.DataType) -> str:
+    """The DuckDB type of an Arrow type of our schema (for typed NULLs of absent columns)."""
+    types = pa.types
+    if types.is_string(t) or types.is_large_string(t):
+        return "VARCHAR"
+    if types.is_boolean(t):
+        return "BOOLEAN"
+    if types.is_int32(t):
+        return "INTEGER"
+    if types.is_int64(t):
+        return "BIGINT"
+    if types.is_floating(t):
+        return "DOUBLE"
+    if types.is_binary(t):
+        return "BLOB"
+    if types.is_timestamp(t):
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    if types.is_list(t):
+        return duckdb_type(t.value_type) + "[]"
+    if types.is_map(t):
+        return f"MAP({duckdb_type(t.key_type)}, {duckdb_type(t.item_type)})"
+    if types.is_struct(t):
+        return "STRUCT(" + ", ".join(f'"{t.field(i).name}" {duckdb_type(t.field(i).type)}' for i in range(t.num_fields)) + ")"
+    raise TypeError(f"no DuckDB type for {t}")
+
+
+def absent_columns(table: str, present: Iterable[str]) -> str:
+    """SQL select items for the documented columns of `table` that no file has: each a typed
+    NULL (", CAST(NULL AS BIGINT[]) AS \"hash_ids\", ..."), so queries may name every column."""
+    have = set(present)
+    return "".join(f', CAST(NULL AS {duckdb_type(f.type)}) AS "{f.name}"' for f in SCHEMAS[table] if f.name not in have)
+
+
+def checked_columns(files: Iterable[Path], table: str) -> set[str]:
+    """Checks every file (check_file) and returns the union of their column names."""
+    out: set[str] = set()
+    for f in files:
+        out.update(check_file(f, table).schema.to_arrow_schema().names)
+    return out
 
 
 def glob_for(root: str | os.PathLike, table: str) -> str:

@@ -49,8 +49,8 @@ def test_check_file_rejects_corrupt_and_foreign(tmp_path):
     import pyarrow as pa
 
     pq.write_table(pa.table({"a": [1]}), foreign)
-    with pytest.raises(DatasetError, match="not a shadowreplay file"):
-        check_file(foreign)
+    with pytest.raises(DatasetError, match="required column 'request_id' .* is missing"):
+        check_file(foreign, REQUESTS)
     future = tmp_path / "v9.parquet"
     pq.write_table(pa.table({"a": [1]}).replace_schema_metadata({SCHEMA_VERSION_KEY: b"9"}), future)
     with pytest.raises(DatasetError, match="schema version 9"):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shadowreplay.dataset import find_tables, glob_for, parquet_files
+from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS
 
@@ -64,11 +64,10 @@ def _rows(root: Path) -> Iterator[dict]:
     files = parquet_files(root, REQUESTS)
     if not files:
         raise DatasetError(f"{root}: no requests table to export")
+    absent = absent_columns(REQUESTS, checked_columns(files, REQUESTS))
     con = duckdb.connect()
     try:
-        cols = {r[0] for r in con.sql(f"DESCRIBE SELECT * FROM read_parquet('{files[0]}')").fetchall()}
-        body = "request_body" if "request_body" in cols else "CAST(NULL AS VARCHAR)"
-        sql = SQL.read_text().format(glob="'" + glob_for(root, REQUESTS).replace("'", "''") + "'", body=body)
+        sql = SQL.read_text().format(glob="'" + glob_for(root, REQUESTS).replace("'", "''") + "'", absent=absent)
         reader = con.sql(sql).to_arrow_reader(8192)
         for batch in reader:
             yield from batch.to_pylist()
@@ -81,6 +80,8 @@ def _rows(root: Path) -> Iterator[dict]:
 def _all_have_hash_ids(root: Path) -> bool:
     import duckdb
 
+    if "hash_ids" not in checked_columns(parquet_files(root, REQUESTS), REQUESTS):
+        return False
     g = "'" + glob_for(root, REQUESTS).replace("'", "''") + "'"
     con = duckdb.connect()
     n = con.execute(f"SELECT count(*) FILTER (WHERE hash_ids IS NULL OR len(hash_ids) = 0) "

@@ -1,3 +1,5 @@
--- Engine metrics sampled from vLLM's /metrics. :glob is replaced by the quoted Parquet glob.
+-- Engine metrics sampled from vLLM's /metrics. :glob is replaced by the quoted Parquet glob(s),
+-- :absent by a typed NULL for each documented column no file has (files from other tools, older
+-- files), so that every query may name every column.
 CREATE OR REPLACE VIEW engine_metrics AS
-SELECT * FROM read_parquet(:glob, hive_partitioning = true);
+SELECT * :absent FROM read_parquet(:glob, hive_partitioning = true, union_by_name = true);

@@ -5,7 +5,8 @@ SELECT
     prompt_tokens,
     coalesce(completion_tokens, max_tokens) AS output_tokens,
     hash_ids,
-    {body} AS request_body
-FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true)
+    request_body
+-- {absent}: a typed NULL for each documented column no file has (files from other tools)
+FROM (SELECT * {absent} FROM read_parquet({glob}, hive_partitioning = true, union_by_name = true))
 -- ties keep import order: our ids end in the source row number, so shorter ids sort first
 ORDER BY ts_start, length(request_id), request_id
