@@ -198,21 +198,19 @@ def compatible(got: pa.DataType, want: pa.DataType) -> bool:
     return False
 
 
+_DUCKDB_SCALARS = (
+    (pa.types.is_string, "VARCHAR"), (pa.types.is_large_string, "VARCHAR"), (pa.types.is_boolean, "BOOLEAN"),
+    (pa.types.is_int32, "INTEGER"), (pa.types.is_int64, "BIGINT"), (pa.types.is_floating, "DOUBLE"),
+    (pa.types.is_binary, "BLOB"),
+)
+
+
 def duckdb_type(t: pa.DataType) -> str:
     """The DuckDB type of an Arrow type of our schema (for typed NULLs of absent columns)."""
     types = pa.types
-    if types.is_string(t) or types.is_large_string(t):
-        return "VARCHAR"
-    if types.is_boolean(t):
-        return "BOOLEAN"
-    if types.is_int32(t):
-        return "INTEGER"
-    if types.is_int64(t):
-        return "BIGINT"
-    if types.is_floating(t):
-        return "DOUBLE"
-    if types.is_binary(t):
-        return "BLOB"
+    for test, name in _DUCKDB_SCALARS:
+        if test(t):
+            return name
     if types.is_timestamp(t):
         return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
     if types.is_list(t):
