@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from shadowreplay.schema import REQUESTS_SCHEMA
 
-from .sse import SseParser, StreamDecoder, choice_text, decode_body, gaps_ms, summarize_openai_stream
+from .sse import DecodedTooLarge, SseParser, StreamDecoder, choice_text, decode_body, gaps_ms, summarize_openai_stream
 
 if TYPE_CHECKING:
     from shadowreplay.anonymize import Scrubber
@@ -316,6 +316,8 @@ class HttpExchange:
         try:
             for t, chunk in self.chunks:
                 events.extend(parser.feed(dec.decode(chunk), t))
+        except DecodedTooLarge as e:
+            errors.append(f"response stream: {e}")
         except Exception as e:  # corrupt compressed stream
             errors.append(f"response stream: cannot decode content-encoding {enc}: {type(e).__name__}")
         last_t = self.chunks[-1][0] if self.chunks else (end or self.ts_start)

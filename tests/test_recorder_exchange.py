@@ -135,3 +135,10 @@ def test_helpers():
     msgs = {"messages": [{"content": "a"}, {"content": [{"type": "text", "text": "b"}, {"type": "image_url"}]}]}
     assert prompt_text("chat", msgs) == "ab"
     assert prompt_text("completion", {"prompt": [1, 2, 3]}) is None
+
+
+def test_a_gzip_bomb_request_body_is_recorded_as_an_error(scrubber):
+    bomb = gzip.compress(bytes(80 << 20), 9)  # 80 MiB of zeros in ~80 kB
+    r = ex(bomb, headers=[("content-encoding", "gzip")]).to_row(scrubber, RowOptions())
+    assert "request body: decoded gzip body over" in r["error"]
+    assert r["request_body"] is None and r["request_bytes"] == len(bomb)

@@ -274,6 +274,9 @@ def test_bad_inputs_each_yield_an_error_row_and_the_proxy_keeps_serving(tmp_path
             gz = gzip.compress(json.dumps(chat("zipped hello", max_tokens=2)).encode())
             c.post("/v1/chat/completions", content=gz, headers={**h, "content-encoding": "gzip", "x-test-id": "gzip-req"})
             c.post("/v1/chat/completions", content=b"\x1f\x8b\x08garbage", headers={**h, "content-encoding": "gzip", "x-test-id": "bad-gzip"})
+            bomb = gzip.compress(bytes(80 << 20), 9)  # 80 kB that decode to 80 MiB, over the 64 MiB cap
+            r = c.post("/v1/chat/completions", content=bomb, headers={**h, "content-encoding": "gzip", "x-test-id": "bomb"})
+            assert r.status_code == 400 and b"malformed JSON" in r.content  # the upstream's own answer
             r = c.post(
                 "/v1/chat/completions",
                 json=chat("squeezed words here", max_tokens=3, stream=True),
@@ -305,6 +308,8 @@ def test_bad_inputs_each_yield_an_error_row_and_the_proxy_keeps_serving(tmp_path
     assert "not UTF-8" in by["latin1"]["error"]
     assert by["gzip-req"]["model"] == "fake-llm" and "zipped hello" in by["gzip-req"]["request_body"]
     assert "cannot decode content-encoding gzip" in by["bad-gzip"]["error"]
+    assert "request body: decoded gzip body over 67108864 bytes" in by["bomb"]["error"]
+    assert by["bomb"]["request_body"] is None and by["bomb"]["request_bytes"] == len(bomb)
     assert by["gzip-sse"]["response_text"] == "squeezed words here" and by["gzip-sse"]["error"] is None
     assert by["over-cap"]["body_truncated"] is True and "over cap" in by["over-cap"]["error"]
     assert len(by["over-cap"]["request_body"]) == 2000

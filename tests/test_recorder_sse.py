@@ -134,3 +134,45 @@ def test_decode_body_errors_do_not_echo_the_body():
     assert "secret" not in str(ei.value)
     with pytest.raises(ValueError):
         decode_body(b"x", "rot13")
+
+
+def _bomb(enc: str, size: int) -> bytes:
+    """`size` zero bytes compressed: a few kB that decode to megabytes."""
+    zeros = bytes(size)
+    if enc == "gzip":
+        return zlib.compress(zeros, 9, wbits=16 + zlib.MAX_WBITS)
+    if enc == "deflate":
+        return zlib.compress(zeros, 9)
+    if enc == "br":
+        import brotli
+
+        return brotli.compress(zeros)
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        from backports import zstd
+    return zstd.compress(zeros)
+
+
+@pytest.mark.parametrize("enc", ["gzip", "deflate", "br", "zstd"])
+def test_decompression_bombs_stop_at_the_limit(enc):
+    import tracemalloc
+
+    from shadowreplay.recorder.sse import DecodedTooLarge
+
+    bomb = _bomb(enc, 64 << 20)
+    assert len(bomb) < 300_000
+    tracemalloc.start()
+    with pytest.raises(DecodedTooLarge, match=f"decoded {enc} body over 1048576 bytes"):
+        decode_body(bomb, enc, limit=1 << 20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20  # the whole 64 MiB never existed in memory
+    # under the limit, the same body decodes
+    assert decode_body(_bomb(enc, 1000), enc, limit=1 << 20) == bytes(1000)
+    # a stream decoded chunk by chunk stops at the limit too
+    d = StreamDecoder(enc, limit=1 << 20)
+    with pytest.raises(DecodedTooLarge):
+        for i in range(0, len(bomb), 1000):
+            d.decode(bomb[i : i + 1000])
+    assert d.produced <= (1 << 20) + 1 if enc != "br" else d.produced < 4 << 20  # brotli: one buffer step over
