@@ -115,8 +115,6 @@ class Scrubber:
         self._cache_min = _CACHE_MIN_CHARS
         self._frags = fastjson.FragmentCache()
         self._names_of: dict[str, frozenset[str]] = {}  # string -> the name words found in it
-        self._named: list[str] = []  # _collect -> _scrub_tree: strings of the body with names
-        self.body_names: frozenset[str] = frozenset()  # name words of the body scrubbed last
 
     def disable_text_cache(self) -> None:
         """Scan every string even when it was seen before (benchmarks; results are identical)."""
@@ -342,33 +340,38 @@ class Scrubber:
         `value` is not modified."""
         return self._scrub_tree(value, inplace=False)
 
-    def _scrub_tree(self, value: Any, *, inplace: bool, propagate: bool = True) -> tuple[Any, dict[str, int]]:
+    def _scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
         """scrub_json; with inplace=True (for values this module parsed itself and owns) the
-        containers are reused instead of copied. With propagate=False the other mentions of the
-        body's names are left to the caller (`body_names` holds their words)."""
+        containers are reused instead of copied. A name found anywhere in the tree is replaced
+        everywhere in it."""
+        root, counts, _ = self._scrub_tree_names(value, inplace=inplace, propagate=True)
+        return root, counts
+
+    def _scrub_tree_names(self, value: Any, *, inplace: bool, propagate: bool) -> tuple[Any, dict[str, int], frozenset[str]]:
+        """(the scrubbed value, counts, the name words found in it). With propagate=False the
+        other mentions of those names are left to the caller (scrub_body does it on the encoded
+        text)."""
         strings: list[str] = []
         dsts: list[Any] = []
         keys: list[Any] = []
         if isinstance(value, (dict, list, tuple)):
             openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
-            root, n_secret, order = self._collect(value, inplace, openai, strings, dsts, keys)
+            root, n_secret, order, named = self._collect(value, inplace, openai, strings, dsts, keys)
         else:
             root = [value]
             openai = False
-            _, n_secret, order = self._collect(root, True, False, strings, dsts, keys)
+            _, n_secret, order, named = self._collect(root, True, False, strings, dsts, keys)
         results = self._resolve(strings, dsts, keys)
         counts = _ordered_counts(n_secret, order, results)
-        named = self._named
-        self._named = []
         named += [t for t, r in zip(strings, results) if PERSON in r.counts]
-        self.body_names = words = self.words_of(named)
+        words = self.words_of(named)
         if words and propagate:  # a name found anywhere in the body is replaced everywhere in it
             n = self._propagate(root, mention_pattern(words), openai, words)
             if n:
                 counts[PERSON] = counts.get(PERSON, 0) + n
         if not isinstance(value, (dict, list, tuple)):
             root = root[0]
-        return root, counts
+        return root, counts, words
 
     def words_of(self, named: list[str]) -> frozenset[str]:
         """The name words found in these original strings of one body."""
@@ -421,16 +424,17 @@ class Scrubber:
     def _collect(
         self, value: Any, inplace: bool, openai: bool,
         strings: list[str], dsts: list[Any], keys: list[Any],
-    ) -> tuple[Any, int, list[Any]]:
+    ) -> tuple[Any, int, list[Any], list[str]]:
         """Walk a container (iteratively, so any nesting depth works): strings seen before get
         their cached result on the spot, the others are appended to `strings` with where they go
         (`dsts`, `keys`) for one scan later. Returns (the scrubbed copy, or `value` itself when inplace; the number of values under
         credential-like keys; the counts in the order of the strings, each a cache hit's counts
         or the index of a queued string, so the merged counts keep one order however the cache
-        is filled). bodywalk.collect_parsed is the same walk for values orjson parsed."""
+        is filled; the original strings in which a name was found without a scan, cache hits and
+        values under name keys). bodywalk.scrub_parsed is the same walk for values orjson parsed."""
         order: list[Any] = []
         n_secret = 0
-        named = self._named = []  # original strings in which a name was found (cache hits)
+        named: list[str] = []  # original strings in which a name was found (cache hits, name keys)
         whole_get = self._whole.get
         cmin = self._cache_min
         hits = 0
@@ -540,7 +544,7 @@ class Scrubber:
                         # list items inherit the key of their list (e.g. "stop": ["..."])
                         handle(dst, i, v, key, parent)
         self.stats.cache_hits += hits
-        return root, n_secret, order
+        return root, n_secret, order, named
 
     # ------------------------------------------------------------ bodies
     def scrub_body(self, body: bytes, content_type: str | None = None) -> ScrubbedBody:
@@ -580,8 +584,8 @@ class Scrubber:
                     error = _join(error, "body is not valid JSON; scrubbed as text")
             else:
                 try:
-                    scrubbed, counts = self._scrub_tree(value, inplace=True, propagate=False)
-                    out = self.propagate_json(_encoder(_separators(text)).encode(scrubbed), self.body_names, counts)
+                    scrubbed, counts, words = self._scrub_tree_names(value, inplace=True, propagate=False)
+                    out = self.propagate_json(_encoder(_separators(text)).encode(scrubbed), words, counts)
                     return ScrubbedBody(out, counts, True, error)
                 except RecursionError:
                     error = _join(error, "JSON nested too deeply to re-encode; scrubbed as text")

@@ -121,10 +121,13 @@ class Substituter:
             if normalize(kind, new).casefold() != norm.casefold():
                 break
             new = draw(orig, norm, rng) if attempt < _REDRAWS // 2 else fill(orig, rng)
+        self._remember(ck, new)
+        return new
+
+    def _remember(self, key: tuple[str, str], new: str) -> None:
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[ck] = new
-        return new
+        self._cache[key] = new
 
     # ------------------------------------------------------------ kinds
     def _sub_email(self, orig: str, norm: str, rng: KeyedRandom) -> str:
@@ -250,8 +253,7 @@ class Substituter:
             else:
                 out.append(fill(p, prng, pronounceable=True))
         new = "".join(out)
-        if len(self._cache) < self._cache_size:
-            self._cache[("name_word", word)] = new
+        self._remember(("name_word", word), new)
         return new
 
     def _cn_name(self, orig: str, rng: KeyedRandom) -> str:
