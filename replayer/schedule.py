@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shadowreplay.dataset import check_file, duckdb_type, find_tables, parquet_files
+from shadowreplay.dataset import checked_columns, duckdb_type, find_tables, parquet_files
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
 
@@ -85,10 +85,7 @@ def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
     files = parquet_files(root, REQUESTS)
     if not files:
         raise DatasetError(f"{root / REQUESTS}: no Parquet files")
-    columns: set[str] = set()
-    for f in files:
-        md = check_file(f, REQUESTS)
-        columns.update(md.schema.to_arrow_schema().names)
+    columns = checked_columns(files, REQUESTS)
     missing = [c for c in REQUIRED if c not in columns]
     if missing:
         raise DatasetError(f"{root / REQUESTS}: recording lacks column(s) {', '.join(missing)}")
