@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
     a.add_argument("--window", default=DEFAULT_WINDOW, help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
     add_anomaly_options(a, period="1w", bucket="1h", prefix="anomalies: ")
+    add_warmup_option(a)
     a.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     a.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
     a.set_defaults(func=_cmd_analyze)
@@ -53,6 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("b", metavar="B", help="dataset compared with A")
     c.add_argument("--slo", help="SLOs for goodput, e.g. ttft=500ms,e2e=5s")
     c.add_argument("--bucket", default="auto", help="slot size for the per-slot comparison (default: about 12 slots)")
+    c.add_argument("--aa", nargs=2, metavar=("X", "Y"),
+                   help="an A/A pair (two runs of one setup, e.g. two replays into identical shadows): its ratios are "
+                        "shown beside every verdict as the noise floor, and a change no larger is not called a change")
+    c.add_argument("--where", help="also compare the requests matching this DuckDB predicate over the lat view, "
+                                   "e.g. \"prompt_tokens < 500\"")
+    c.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    c.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    add_warmup_option(c)
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(func=_cmd_compare)
 
@@ -66,6 +75,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         bucket_help="slot size within the period (default auto: 1h for 1w/1d folds, else what auto picks with the period (5m for 1h, 10s for 1m) or period/12)")
     r.add_argument("--title", help="page title")
     r.set_defaults(func=_cmd_report)
+
+
+def add_warmup_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warmup", default="0s", metavar="DURATION",
+                   help="leave the first DURATION of each run out of every figure (e.g. 2m; default 0s)")
+
+
+def _warmup_s(args) -> float:
+    from .units import parse_duration_s
+
+    return 0.0 if args.warmup in ("0", "0s") else parse_duration_s(args.warmup)
 
 
 def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str, prefix: str,
@@ -124,7 +144,7 @@ def _cmd_analyze(args) -> int:
         from . import anomalies as an
 
         params = _anomaly_params(args)
-        con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit)
+        con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
         res = an.compute(con, src, table, params)
         print(fmt.to_json(res) if args.json else an.render(res))
         return 0
@@ -132,7 +152,7 @@ def _cmd_analyze(args) -> int:
 
     slo = parse_slo(args.slo)
     window = parse_duration_s(args.window)
-    con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit)
+    con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
     res = analyze.compute(con, src, table, slo, window)
     print(fmt.to_json(res) if args.json else analyze.render(res))
     return 0
@@ -143,7 +163,10 @@ def _cmd_compare(args) -> int:
     from .units import parse_duration_s, parse_slo
 
     bucket = None if args.bucket == "auto" else parse_duration_s(args.bucket)
-    res = compare.compute(args.a, args.b, parse_slo(args.slo), bucket)
+    if args.replicates < 100:
+        raise ConfigError("--replicates must be at least 100")
+    res = compare.compute(args.a, args.b, parse_slo(args.slo), bucket, aa=compare.sides_for_cli(args.a, args.b, args.aa),
+                          where=args.where, warmup_s=_warmup_s(args), level=args.level, reps=args.replicates)
     print(fmt.to_json(res) if args.json else compare.render(res))
     return 0
 

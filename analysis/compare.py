@@ -1,19 +1,36 @@
-"""`shadowreplay compare A B`: percentiles and goodput side by side with deltas (B - A), overall
-and per relative time slot, and fidelity (request-by-request agreement) when both sides ran the
-same requests (a recording and its replay, or two replays of one recording)."""
+"""`shadowreplay compare A B`: each figure of B against A (overall, per time slot, per client, and
+for a --where subset) with a 95 % bootstrap interval of the ratio and a verdict (better, worse,
+no detectable difference, too few requests); with `--aa X Y`, the same figures for an A/A pair
+(two runs of one setup) as the noise floor beside each verdict; and fidelity (request-by-request
+agreement) when both sides ran the same requests. A side that is a repeated replay (run-NN/
+folders) is pooled, and its runs are resampled as wholes (analysis/stats.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import duckdb
+import numpy as np
+
+from shadowreplay.dataset import run_dirs
+from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
-from . import fmt
-from .session import choose_table, connect, find_sources, has_column_data, query, register_lat, register_views, scalar
+from . import fmt, stats
+from .session import (
+    choose_table, connect, find_sources, first_line, has_column_data, query, register_lat, register_views, scalar, sql_text,
+)
 from .units import format_duration
 
 NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
-METRICS = (("ttft_ms", "ttft_q"), ("e2e_ms", "e2e_q"))
+# (label, metric, quantile): every latency figure compared overall; GROUP_FIGURES per slot,
+# client and subset.
+LATENCY = (("TTFT P50", "ttft", 0.5), ("TTFT P95", "ttft", 0.95), ("TTFT P99", "ttft", 0.99),
+           ("E2E P50", "e2e", 0.5), ("E2E P95", "e2e", 0.95), ("E2E P99", "e2e", 0.99), ("ITL P99", "itl", 0.99))
+SHARES = (("error rate", "failed", True), ("goodput share", "good", False))  # (label, count, lower is better)
+GROUP_FIGURES = ("TTFT P95", "TTFT P99", "E2E P50", "E2E P99", "goodput share")
 
 
 def _nice_bucket(span_s: float, slots: int = 12) -> float:
@@ -21,78 +38,226 @@ def _nice_bucket(span_s: float, slots: int = 12) -> float:
     return next((n for n in NICE_S if n >= want), NICE_S[-1])
 
 
-def _side(con, path: str, schema: str) -> dict[str, Any]:
-    src = find_sources([path])
-    # A replay compared with its recording: the replay's table is replay_results, the other
-    # side's is requests. Same-kind sides compare like with like.
-    table = choose_table(src, None)
-    register_views(con, src, schema)
-    register_lat(con, src, table, schema)
-    n = scalar(con, f"SELECT count(*) FROM {schema}.lat")
-    return {"path": path, "table": table, "sources": src.describe(), "requests": n}
+@dataclass
+class Side:
+    path: str
+    schema: str
+    table: str = ""
+    sources: str = ""
+    runs: int = 1
+    requests: int = 0
+    hists: dict[tuple[str, str, str], stats.Hist] = field(default_factory=dict)  # (grp, key, metric)
+    counts: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict)  # (grp, key) -> per run
+    send_lag: dict[str, Any] | None = None
+    has_ttft: bool = True
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": self.path, "table": self.table, "sources": self.sources, "requests": self.requests, "runs": self.runs}
 
 
-def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None) -> dict[str, Any]:
-    con = connect()
-    sa = _side(con, a, "a")
-    sb = _side(con, b, "b")
+def _register(con, path: str, schema: str) -> Side:
+    """Views of every run of `path` in schemas SCHEMA_0, SCHEMA_1, ...; SCHEMA.lat is their union
+    with a `run` column."""
+    side = Side(path=path, schema=schema)
+    runs = run_dirs(path)
+    side.runs = len(runs)
+    parts, tables, descs = [], set(), []
+    for i, d in enumerate(runs):
+        src = find_sources([d])
+        # A replay compared with its recording: the replay's table is replay_results, the other
+        # side's is requests. Same-kind sides compare like with like.
+        table = choose_table(src, None)
+        tables.add(table)
+        descs.append(src.describe())
+        register_views(con, src, f"{schema}_{i}")
+        register_lat(con, src, table, f"{schema}_{i}")
+        parts.append(f"SELECT *, {i} AS run FROM {schema}_{i}.lat")
+    if len(tables) > 1:
+        raise ConfigError(f"{path}: its runs mix tables ({', '.join(sorted(tables))})")
+    side.table = tables.pop()
+    side.sources = descs[0] if len(descs) == 1 else f"{len(descs)} runs, e.g. {descs[0]}"
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    con.execute(f"CREATE OR REPLACE VIEW {schema}.lat AS " + " UNION ALL ".join(parts))
+    side.requests = scalar(con, f"SELECT count(*) FROM {schema}.lat")
+    return side
+
+
+def _load(con, side: Side, params: dict[str, Any], subset: str) -> None:
+    """The side's histograms and counts for every group."""
+    con.execute(f"SET schema = '{side.schema}'")
+    try:
+        con.execute(sql_text("compare_lat").replace(":subset", subset))
+        side.has_ttft = has_column_data(con, "ttft_ms")
+    except duckdb.Error as e:
+        if subset != "TRUE":
+            raise ConfigError(f"--where: {first_line(e)} (a DuckDB predicate over the lat view's columns, "
+                              "e.g. \"prompt_tokens < 500 AND client_id <> 'c_x'\")") from None
+        raise DatasetError(f"{side.path}: {first_line(e)}") from None
+    finally:
+        con.execute("SET schema = 'main'")
+    run_ids = list(range(side.runs))
+    bins = _arrays(query(con, "compare_bins", params | {"log_step": stats.LOG_STEP}, schema=side.schema))
+    for key in sorted(set(zip(bins["grp"], bins["grp_key"], bins["metric"]))):
+        m = (bins["grp"] == key[0]) & (bins["grp_key"] == key[1]) & (bins["metric"] == key[2])
+        side.hists[key] = stats.Hist.from_arrays(bins["run"][m], bins["bin"][m], bins["n"][m], runs=run_ids)
+    counts = _arrays(query(con, "compare_counts", params, schema=side.schema))
+    for key in sorted(set(zip(counts["grp"], counts["grp_key"]))):
+        m = (counts["grp"] == key[0]) & (counts["grp_key"] == key[1])
+        per_run = {c: np.zeros(side.runs) for c in ("requests", "failed", "good", "tokens", "span_s")}
+        for c in per_run:
+            np.put(per_run[c], counts["run"][m].astype(int), np.nan_to_num(counts[c][m].astype(float)))
+        side.counts[key] = per_run
+    side.send_lag = query(con, "send_lag", schema=side.schema)[0]
+
+
+def _arrays(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    cols = ("grp", "grp_key", "metric", "run", "bin", "n", "requests", "failed", "good", "tokens", "span_s")
+    out = {}
+    for c in cols:
+        if rows and c in rows[0]:
+            vals = [r[c] for r in rows]
+            out[c] = np.array(vals, dtype=object if c in ("grp", "grp_key", "metric") else float)
+    return out
+
+
+def _figure(sa: Side, sb: Side, grp: str, key: str, label: str, reps: int, level: float, floor: dict | None) -> stats.Estimate:
+    fl = floor.get((grp, key, label)) if floor else None
+    lat = next((x for x in LATENCY if x[0] == label), None)
+    if lat:
+        _, metric, q = lat
+        empty = stats.Hist(np.zeros(0, np.int64), np.zeros((1, 0)))
+        ha = sa.hists.get((grp, key, metric), empty)
+        hb = sb.hists.get((grp, key, metric), empty)
+        ra = stats.quantile_replicates(ha, q, reps, stats.rng_for("a", grp, key, label))
+        rb = stats.quantile_replicates(hb, q, reps, stats.rng_for("b", grp, key, label))
+        return stats.estimate(ra, rb, level=level, needs=stats.needed(q), floor=fl)
+    _, col, lower = next(x for x in SHARES if x[0] == label)
+    reps_ = []
+    for name, s in (("a", sa), ("b", sb)):
+        c = s.counts.get((grp, key))
+        if c is None:
+            reps_.append(stats.Replicates(None, np.full(reps, np.nan), 0))
+        else:
+            reps_.append(stats.share_replicates(c[col], c["requests"], reps, stats.rng_for(name, grp, key, label)))
+    return stats.estimate(reps_[0], reps_[1], lower_is_better=lower, level=level, needs=stats.MIN_TAIL, floor=fl)
+
+
+def _row(label: str, e: stats.Estimate) -> dict[str, Any]:
+    return {"metric": label} | e.as_dict()
+
+
+def _groups(side: Side, grp: str) -> list[str]:
+    return sorted({k[1] for k in side.counts if k[0] == grp}, key=lambda k: (len(k), k))
+
+
+def _tokens_per_s(s: Side) -> float | None:
+    c = s.counts.get(("all", ""))
+    if c is None:
+        return None
+    ok = c["span_s"] > 0
+    return float(np.mean(c["tokens"][ok] / c["span_s"][ok])) if ok.any() else None
+
+
+def _figures(sa: Side, sb: Side, reps: int, level: float, floor: dict | None, bucket: float) -> dict[str, Any]:
+    overall = [_row(lab + " ms", _figure(sa, sb, "all", "", lab, reps, level, floor)) for lab, _, _ in LATENCY]
+    overall += [_row(lab, _figure(sa, sb, "all", "", lab, reps, level, floor)) for lab, _, _ in SHARES]
+    ca, cb = sa.counts.get(("all", "")), sb.counts.get(("all", ""))
+    na = int(ca["requests"].sum()) if ca is not None else 0
+    nb = int(cb["requests"].sum()) if cb is not None else 0
+    overall.append({"metric": "requests", "a": na, "b": nb, "delta": nb - na, "ratio": nb / na if na else None, "verdict": None})
+    ta, tb = _tokens_per_s(sa), _tokens_per_s(sb)
+    overall.append({"metric": "output tok/s", "a": ta, "b": tb, "delta": None if ta is None or tb is None else tb - ta,
+                    "ratio": tb / ta if ta and tb is not None else None, "verdict": None})
+
+    def group(grp: str) -> list[dict[str, Any]]:
+        out = []
+        for key in sorted(set(_groups(sa, grp)) | set(_groups(sb, grp)), key=lambda k: (grp == "slot" and int(k), k)):
+            n = [int(s.counts[(grp, key)]["requests"].sum()) if (grp, key) in s.counts else 0 for s in (sa, sb)]
+            figs = {lab: _row(lab, _figure(sa, sb, grp, key, lab, reps, level, floor)) for lab in GROUP_FIGURES}
+            row = {"key": key, "requests": n, "figures": figs}
+            if grp == "slot":
+                row["slot"], row["from_s"] = int(key), int(key) * bucket
+            out.append(row)
+        return out
+
+    return {"overall": overall, "slots": group("slot"), "clients": group("client"), "subset": group("subset")}
+
+
+def _floor_of(res: dict[str, Any]) -> dict[tuple[str, str, str], float]:
+    """Figure -> the A/A pair's ratio, the noise floor beside each verdict."""
+    out = {}
+    for r in res["overall"]:
+        if r.get("ratio") is not None and r.get("verdict") is not None:
+            out[("all", "", r["metric"].removesuffix(" ms"))] = r["ratio"]
+    for grp, name in (("slot", "slots"), ("client", "clients"), ("subset", "subset")):
+        for g in res[name]:
+            for lab, f in g["figures"].items():
+                if f.get("ratio") is not None:
+                    out[(grp, g["key"], lab)] = f["ratio"]
+    return out
+
+
+def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa: tuple[str, str] | None = None,
+            where: str | None = None, warmup_s: float = 0.0, level: float = stats.LEVEL, reps: int = stats.REPLICATES) -> dict[str, Any]:
+    if not 0.5 <= level < 1:
+        raise ConfigError("--level must be between 0.5 and 1 (e.g. 0.95)")
+    con = connect(warmup_s=warmup_s)
+    subset = f"({where})" if where else "TRUE"
+    paths = [a, b] + (list(aa) if aa else [])
+    sides: dict[str, Side] = {}
+    for i, p in enumerate(paths):
+        if p not in sides:
+            sides[p] = _register(con, p, f"s{i}")
+    sa, sb = sides[a], sides[b]
     notes: list[str] = []
-    for s in (sa, sb):
-        if s["requests"] == 0:
-            notes.append(f"{s['path']}: {s['table']} holds no rows")
+    for s in sides.values():
+        if s.requests == 0:
+            notes.append(f"{s.path}: {s.table} holds no rows" + (" after the warm-up" if warmup_s else ""))
     params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
-    span = scalar(con, "SELECT max(epoch(t)) - min(epoch(t)) FROM a.lat") or 0.0
+    span = scalar(con, f"SELECT max(epoch(t)) - min(epoch(t)) FROM {sa.schema}_0.lat") or 0.0
     bucket = bucket_s or _nice_bucket(span)
     params["cmp_bucket_s"] = bucket
-    sides = {}
-    for name in ("a", "b"):
-        summ = [r for r in query(con, "summary", params, schema=name) if r["is_total"]]
-        slots = query(con, "slots", params, schema=name)
-        lag = query(con, "send_lag", schema=name)[0]
-        sides[name] = {"summary": summ[0] if summ else None, "slots": {r["slot"]: r for r in slots}, "send_lag": lag}
-        con.execute(f"SET schema = '{name}'")
-        if sides[name]["summary"] and not has_column_data(con, "ttft_ms"):
-            notes.append(f"{(sa if name == 'a' else sb)['path']}: no TTFT (not streamed)")
-        con.execute("SET schema = 'main'")
-    overall = []
-    for label, key, idx in (("TTFT P50", "ttft_q", 0), ("TTFT P95", "ttft_q", 1), ("TTFT P99", "ttft_q", 2),
-                            ("E2E P50", "e2e_q", 0), ("E2E P95", "e2e_q", 1), ("E2E P99", "e2e_q", 2)):
-        va = _get(sides["a"]["summary"], key, idx)
-        vb = _get(sides["b"]["summary"], key, idx)
-        overall.append(_row(label + " ms", va, vb))
-    for label, key in (("error rate", "error_rate"), ("goodput share", "goodput_share"), ("goodput req/s", "goodput_rps"), ("requests", "requests"), ("output tok/s", "tokens_per_s")):
-        overall.append(_row(label, _get(sides["a"]["summary"], key), _get(sides["b"]["summary"], key)))
-    slots = []
-    for k in sorted(set(sides["a"]["slots"]) | set(sides["b"]["slots"])):
-        ra, rb = sides["a"]["slots"].get(k), sides["b"]["slots"].get(k)
-        slots.append(
-            {
-                "slot": k,
-                "from_s": k * bucket,
-                "requests": [_get(ra, "requests"), _get(rb, "requests")],
-                "e2e_p50_ms": _row("", _get(ra, "e2e_q", 0), _get(rb, "e2e_q", 0)),
-                "e2e_p99_ms": _row("", _get(ra, "e2e_q", 1), _get(rb, "e2e_q", 1)),
-                "ttft_p99_ms": _row("", _get(ra, "ttft_q", 1), _get(rb, "ttft_q", 1)),
-                "goodput_share": _row("", _get(ra, "goodput_share"), _get(rb, "goodput_share")),
-            }
-        )
+    for s in sides.values():
+        _load(con, s, params, subset)
+    for s in (sa, sb):
+        if s.requests and not s.has_ttft:
+            notes.append(f"{s.path}: no TTFT (not streamed)")
+    floor = None
+    aa_res = None
+    if aa:
+        aa_res = _figures(sides[aa[0]], sides[aa[1]], reps, level, None, bucket)
+        floor = _floor_of(aa_res)
+    figs = _figures(sa, sb, reps, level, floor, bucket)
+    lag = {n: _lag(s) for n, s in (("a", sa), ("b", sb)) if s.send_lag and s.send_lag["requests"]}
+    con.execute(f"CREATE OR REPLACE VIEW fid_a AS SELECT * FROM {sa.schema}_0.lat")
+    con.execute(f"CREATE OR REPLACE VIEW fid_b AS SELECT * FROM {sb.schema}_0.lat")
     fid = query(con, "fidelity")[0]
     fidelity = None
     if fid["matched"]:
         fidelity = dict(fid)
         fidelity["relation"] = _relation(sa, sb)
-        fidelity["verdict"] = _verdict(fid)
-        fidelity["send_lag_ms"] = {
-            n: {"p50": _get(sides[n]["send_lag"], "lag_q", 0), "p99": _get(sides[n]["send_lag"], "lag_q", 1), "max": sides[n]["send_lag"]["lag_max"]}
-            for n in ("a", "b") if sides[n]["send_lag"]["requests"]
-        }
+        p99 = next(r for r in figs["overall"] if r["metric"] == "E2E P99 ms")
+        fidelity["verdict"] = _fidelity_verdict(p99, fid, aa is not None)
+        fidelity["send_lag_ms"] = lag
     else:
         notes.append("A and B share no request_id: no request-by-request fidelity (different traffic)")
-    return {"a": sa, "b": sb, "slo_ms": slo, "bucket_s": bucket, "overall": overall, "slots": slots, "fidelity": fidelity, "notes": notes}
+    if not aa:
+        notes.append("no A/A pair given (--aa X Y: two runs of one setup): verdicts account for request-to-request "
+                     "noise only" + (", and run-to-run noise through the repeats" if max(sa.runs, sb.runs) > 1 else ""))
+    return {
+        "a": sa.describe(), "b": sb.describe(), "aa": [sides[p].describe() for p in aa] if aa else None,
+        "slo_ms": slo, "bucket_s": bucket, "warmup_s": warmup_s, "where": where, "level": level, "replicates": reps,
+        **figs, "aa_figures": aa_res, "send_lag_ms": lag, "fidelity": fidelity, "notes": notes,
+    }  # fmt: skip
 
 
-def _relation(sa, sb) -> str:
-    kinds = {sa["table"], sb["table"]}
+def _lag(s: Side) -> dict[str, Any]:
+    q = s.send_lag["lag_q"] or [None, None]
+    return {"p50": q[0], "p99": q[1], "max": s.send_lag["lag_max"]}
+
+
+def _relation(sa: Side, sb: Side) -> str:
+    kinds = {sa.table, sb.table}
     if kinds == {REQUESTS, REPLAY_RESULTS}:
         return "replay vs its recording"
     if kinds == {REPLAY_RESULTS}:
@@ -100,65 +265,88 @@ def _relation(sa, sb) -> str:
     return "two recordings sharing request ids"
 
 
-def _verdict(f: dict[str, Any]) -> str:
-    ratios = [f[k] for k in ("p50_ratio_e2e", "p99_ratio_e2e") if f[k] is not None]
-    if not ratios:
-        return "no latencies to compare"
-    worst = max(max(r, 1 / r) if r > 0 else float("inf") for r in ratios)
+def _fidelity_verdict(p99: dict[str, Any], f: dict[str, Any], have_floor: bool) -> str:
+    """Judged by the E2E P99 figure: its interval against 1, and against the A/A floor when given."""
     c = f["corr_e2e"]
-    if worst <= 1.1 and (c is None or c >= 0.9):
-        return "close: P50/P99 within 10%" + (f", per-request r={c:.2f}" if c is not None else "")
-    if worst <= 1.25:
-        return "fair: P50/P99 within 25%" + (f", per-request r={c:.2f}" if c is not None else "")
-    return f"far: P50/P99 differ by up to {worst:.2f}x" + (f", per-request r={c:.2f}" if c is not None else "")
+    r = f", per-request r={c:.2f}" if c is not None else ""
+    v, ratio, ci = p99["verdict"], p99["ratio"], p99["ratio_ci"]
+    if v in (stats.TOO_FEW, None) or ratio is None:
+        return f"too few requests to judge E2E P99{r}"
+    spread = f"E2E P99 {ratio:.2f}x [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"E2E P99 {ratio:.2f}x"
+    if v == stats.SAME:
+        return f"no detectable difference: {spread}{r}"
+    if v == stats.NOISE:
+        return f"within the A/A noise floor ({p99['aa_ratio']:.2f}x): {spread}{r}"
+    return f"differs{' beyond the A/A noise floor (' + format(p99['aa_ratio'], '.2f') + 'x)' if have_floor else ''}: {spread}{r}"
 
 
-def _get(r, key, idx=None):
-    if r is None:
-        return None
-    v = r.get(key)
-    if idx is not None:
-        return None if v is None else v[idx]
-    return v
-
-
-def _row(label, va, vb) -> dict[str, Any]:
-    d = None if va is None or vb is None else vb - va
-    ratio = None if va in (None, 0) or vb is None else vb / va
-    return {"metric": label, "a": va, "b": vb, "delta": d, "ratio": ratio}
-
-
+# ---------------------------------------------------------------------------------- text output
 def render(res: dict[str, Any]) -> str:
-    out = [f"A: {res['a']['path']} ({res['a']['table']}, {res['a']['requests']:,} requests)",
-           f"B: {res['b']['path']} ({res['b']['table']}, {res['b']['requests']:,} requests)"]
+    out = [f"A: {res['a']['path']} ({res['a']['table']}, {res['a']['requests']:,} requests{_runs(res['a'])})",
+           f"B: {res['b']['path']} ({res['b']['table']}, {res['b']['requests']:,} requests{_runs(res['b'])})"]
+    if res["aa"]:
+        out.append(f"A/A noise floor: {res['aa'][0]['path']} vs {res['aa'][1]['path']}")
     if res["slo_ms"]:
         out.append("SLO: " + ", ".join(f"{k} <= {v:g} ms" for k, v in res["slo_ms"].items()))
-    rows = [[r["metric"], _v(r["metric"], r["a"]), _v(r["metric"], r["b"]), _d(r["metric"], r["delta"]), "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"] for r in res["overall"]]
-    out += ["", fmt.table(["overall", "A", "B", "B - A", "B / A"], rows)]
-    if res["slots"]:
+    if res["warmup_s"]:
+        out.append(f"warm-up: the first {format_duration(res['warmup_s'])} of each run left out")
+    lvl = f"{100 * res['level']:g}% CI"
+    aa = res["aa"] is not None
+    head = ["overall", "A", "B", "B - A", "B / A", lvl] + (["A/A"] if aa else []) + ["verdict"]
+    rows = [_fig_cells(r["metric"], r, aa) for r in res["overall"]]
+    out += ["", fmt.table(head, rows)]
+    if res["send_lag_ms"]:
+        out.append("send lag (the replayer's own timing) " + "; ".join(
+            f"{k.upper()} p50 {fmt.cell(v['p50'], 2)} / p99 {fmt.cell(v['p99'], 2)} / max {fmt.cell(v['max'], 1)} ms" for k, v in res["send_lag_ms"].items()))
+    for name, title, first in (("subset", f"Subset --where {res['where']}", "subset"), ("slots", f"Per slot of {format_duration(res['bucket_s'])} from each run's start", "slot"),
+                               ("clients", "Per client", "client")):
+        groups = res[name]
+        if not groups or (name == "subset" and not res["where"]):
+            continue
+        head = [first, "req A", "req B"] + [h for lab in ("TTFT P99", "E2E P99") for h in (f"{lab} A", "B", "B / A", lvl, "verdict")]
         rows = []
-        for s in res["slots"]:
-            rows.append([f"+{format_duration(s['from_s']) if s['from_s'] else '0s'}", fmt.cell(s["requests"][0]), fmt.cell(s["requests"][1]),
-                         fmt.cell(s["e2e_p50_ms"]["a"], 0), fmt.cell(s["e2e_p50_ms"]["b"], 0),
-                         fmt.cell(s["e2e_p99_ms"]["a"], 0), fmt.cell(s["e2e_p99_ms"]["b"], 0), _d("ms", s["e2e_p99_ms"]["delta"]),
-                         fmt.pct(s["goodput_share"]["a"]), fmt.pct(s["goodput_share"]["b"])])
-        out += ["", fmt.table(["slot", "req A", "req B", "E2E P50 A", "P50 B", "E2E P99 A", "P99 B", "P99 B-A", "good A", "good B"], rows,
-                              f"Per slot of {format_duration(res['bucket_s'])} from each run's start")]
+        for g in groups:
+            label = f"+{format_duration(g['from_s']) if g['from_s'] else '0s'}" if name == "slots" else (g["key"] or "all")
+            cells = [label, fmt.cell(g["requests"][0]), fmt.cell(g["requests"][1])]
+            for lab in ("TTFT P99", "E2E P99"):
+                f = g["figures"][lab]
+                c = _fig_cells(lab + " ms", f, False)
+                cells += [c[1], c[2], c[4], c[5], c[6]]
+            rows.append(cells)
+        out += ["", fmt.table(head, rows, title + " (every group's P95, P50 and goodput are in --json)")]
     f = res["fidelity"]
     if f:
         out += ["", f"Fidelity ({f['relation']}): {f['verdict']}"]
         rows = [["matched requests", f"{f['matched']:,} of {f['a_requests']:,} / {f['b_requests']:,}"],
                 ["same outcome (ok/failed)", fmt.pct(f["outcome_agreement"])],
-                ["E2E P50 ratio B/A", _x(f["p50_ratio_e2e"])], ["E2E P99 ratio B/A", _x(f["p99_ratio_e2e"])],
-                ["TTFT P50 ratio B/A", _x(f["p50_ratio_ttft"])], ["TTFT P99 ratio B/A", _x(f["p99_ratio_ttft"])],
                 ["median per-request E2E ratio", _x(f["median_ratio_e2e"])],
                 ["per-request E2E correlation", fmt.cell(f["corr_e2e"], 3)], ["per-request TTFT correlation", fmt.cell(f["corr_ttft"], 3)]]
-        for side, lag in f["send_lag_ms"].items():
-            rows.append([f"send lag {side.upper()} P50 / P99 / max ms", f"{fmt.cell(lag['p50'], 2)} / {fmt.cell(lag['p99'], 2)} / {fmt.cell(lag['max'], 2)}"])
         out.append(fmt.table(["", "value"], rows))
     for n in res["notes"]:
         out.append(f"note: {n}")
     return "\n".join(out)
+
+
+def _runs(side: dict[str, Any]) -> str:
+    return f" in {side['runs']} runs" if side.get("runs", 1) > 1 else ""
+
+
+def _fig_cells(metric: str, r: dict[str, Any], aa: bool) -> list[str]:
+    v = r.get("verdict")
+    if v == stats.TOO_FEW and r.get("needs"):
+        n = min(r["n"]) if r.get("n") else 0
+        verdict = f"too few requests ({n:,}; {metric.split()[1] if ' P' in metric else metric} needs {r['needs']:,})"
+        a = b = "-"
+    else:
+        verdict = v or ""
+        a, b = _v(metric, r["a"]), _v(metric, r["b"])
+    ci = r.get("ratio_ci")
+    ratio = "-" if r.get("ratio") is None or v == stats.TOO_FEW else f"{r['ratio']:.2f}x"
+    cells = [metric, a, b, "-" if v == stats.TOO_FEW else _d(metric, r["delta"]), ratio,
+             f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and v != stats.TOO_FEW else "-"]
+    if aa:
+        cells.append("-" if r.get("aa_ratio") is None else f"{r['aa_ratio']:.2f}x")
+    return cells + [verdict]
 
 
 def _x(v):
@@ -179,3 +367,13 @@ def _d(metric, v):
     if "share" in metric or "rate" in metric:
         return f"{100 * v:+.1f} pts"
     return f"{v:+,.1f}"
+
+
+def sides_for_cli(a: str, b: str, aa: list[str] | None) -> tuple[str, str] | None:
+    """--aa X Y checked: two existing datasets."""
+    if not aa:
+        return None
+    for p in aa:
+        if not Path(p).exists():
+            raise ConfigError(f"--aa: {p}: no such file or folder")
+    return aa[0], aa[1]

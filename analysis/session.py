@@ -99,9 +99,11 @@ def find_sources(paths: list[str | os.PathLike], follow_manifest: bool = True) -
     return src
 
 
-def connect(threads: int | None = None, memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+def connect(threads: int | None = None, memory_limit: str | None = None, warmup_s: float = 0.0) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB; `warmup_s` leaves the first seconds of each run out of `lat`."""
     con = duckdb.connect(":memory:")
     con.execute("SET enable_progress_bar = false")
+    con.execute("SET VARIABLE warmup_s = ?", [float(warmup_s)])
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     if memory_limit:
@@ -212,10 +214,11 @@ def _split(text: str) -> list[str]:
     return out
 
 
-def open_dataset(paths: list[str], table: str | None = None, threads: int | None = None, memory_limit: str | None = None):
+def open_dataset(paths: list[str], table: str | None = None, threads: int | None = None, memory_limit: str | None = None,
+                 warmup_s: float = 0.0):
     """connect + find + register views + lat. Returns (con, sources, table analyzed)."""
     src = find_sources(paths)
-    con = connect(threads, memory_limit)
+    con = connect(threads, memory_limit, warmup_s)
     register_views(con, src)
     t = choose_table(src, table)
     register_lat(con, src, t)

@@ -240,3 +240,21 @@ def checked_columns(files: Iterable[Path], table: str) -> set[str]:
 def glob_for(root: str | os.PathLike, table: str) -> str:
     """The glob DuckDB reads a table with: read_parquet(glob, hive_partitioning=true)."""
     return str(table_dir(root, table) / "**" / "*.parquet")
+
+
+RUN_PREFIX = "run-"  # `replay --repeat N` writes OUT/run-01/ ... OUT/run-NN/, each a replay's output
+
+
+def run_dir(root: str | os.PathLike, k: int) -> Path:
+    """The folder of repeat k (1-based) of a repeated replay."""
+    return Path(root) / f"{RUN_PREFIX}{k:02d}"
+
+
+def run_dirs(path: str | os.PathLike) -> list[Path]:
+    """The runs of a dataset: the run-NN/ folders of a repeated replay, else the path itself."""
+    p = Path(path)
+    if p.is_dir():
+        runs = sorted(d for d in p.glob(f"{RUN_PREFIX}[0-9]*") if d.is_dir() and d.name[len(RUN_PREFIX):].isdigit())
+        if runs:
+            return runs
+    return [p]

@@ -1,19 +1,19 @@
--- Request-by-request agreement of two runs of the same traffic: side A's views live in schema
--- `a`, side B's in schema `b` (e.g. a recording and its replay, or two replays of one recording).
--- Ratios are B / A.
+-- Request-by-request agreement of two runs of the same traffic (e.g. a recording and its replay,
+-- or two replays of one recording): views `fid_a` and `fid_b` are the `lat` of the first run of
+-- each side. Ratios are B / A.
 WITH j AS (
     SELECT
         x.ttft_ms AS a_ttft, y.ttft_ms AS b_ttft,
         x.e2e_ms AS a_e2e, y.e2e_ms AS b_e2e,
         x.failed AS a_failed, y.failed AS b_failed
-    FROM a.lat x
-    JOIN b.lat y USING (request_id)
+    FROM fid_a x
+    JOIN fid_b y USING (request_id)
 ),
 ok AS (SELECT * FROM j WHERE NOT a_failed AND NOT b_failed)
 SELECT
     (SELECT count(*) FROM j) AS matched,
-    (SELECT count(*) FROM a.lat) AS a_requests,
-    (SELECT count(*) FROM b.lat) AS b_requests,
+    (SELECT count(*) FROM fid_a) AS a_requests,
+    (SELECT count(*) FROM fid_b) AS b_requests,
     (SELECT avg((a_failed = b_failed)::INT) FROM j) AS outcome_agreement,
     corr(a_e2e, b_e2e) AS corr_e2e,
     corr(a_ttft, b_ttft) AS corr_ttft,

@@ -1,0 +1,249 @@
+"""Bootstrap confidence intervals and verdicts for comparing two runs (docs/analysis.md).
+
+A side of a comparison is a `Hist`: its latencies binned on a logarithmic grid of `REL_RES`
+relative width (0.1 %: a quantile read from the bins is within 0.05 % of the exact one), with one
+row of counts per run when the side holds repeats. Binning happens in SQL
+(analysis/sql/compare_bins.sql), so ten million requests arrive here as a few thousand counts.
+
+The interval is a percentile bootstrap. Each replicate resamples the requests of each run with
+Poisson(1) weights (the Poisson bootstrap: the sum of c weights is Poisson(c), so a bin's count is
+drawn in one step), and, when a side has several runs, first resamples whole runs with
+replacement, so run-to-run variation is part of the interval. Only the bins near the quantile's
+rank are drawn one by one; the counts below and above that window are one Poisson draw each, which
+leaves the replicate's quantile unchanged unless it falls outside the window (over eight standard
+deviations of the rank away). Sides are resampled independently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LEVEL = 0.95
+REPLICATES = 1000
+REL_RES = 1e-3
+LOG_STEP = math.log1p(REL_RES)
+MIN_TAIL = 5  # a quantile q needs at least this many values beyond it: n * min(q, 1 - q) >= MIN_TAIL
+WINDOW_SD = 8.0
+SEED = 20261201
+
+BETTER, WORSE, SAME, TOO_FEW, NOISE = "better", "worse", "no detectable difference", "too few requests", "within A/A noise"
+
+
+def to_bins(values: np.ndarray) -> np.ndarray:
+    """The grid index of each value (the same formula as compare_bins.sql)."""
+    v = np.maximum(np.asarray(values, dtype=np.float64), 1e-3)
+    return np.round(np.log(v) / LOG_STEP).astype(np.int64)
+
+
+def bin_value(bins: np.ndarray) -> np.ndarray:
+    return np.exp(np.asarray(bins, dtype=np.float64) * LOG_STEP)
+
+
+@dataclass
+class Hist:
+    """Counts per occupied bin (ascending), one row per run."""
+
+    bins: np.ndarray  # (K,) int64 grid indices
+    counts: np.ndarray  # (R, K) float64
+
+    @classmethod
+    def from_values(cls, runs: Sequence[np.ndarray]) -> Hist:
+        run = np.concatenate([np.full(len(v), i) for i, v in enumerate(runs)]) if runs else np.zeros(0)
+        vals = np.concatenate([np.asarray(v, np.float64) for v in runs]) if runs else np.zeros(0)
+        return cls.from_arrays(run, to_bins(vals), np.ones(len(vals)), runs=range(len(runs)))
+
+    @classmethod
+    def from_arrays(cls, run: np.ndarray, bins: np.ndarray, count: np.ndarray, runs: Iterable[int] | None = None) -> Hist:
+        """From parallel arrays of (run, bin, count); `runs` lists every run of the side, so a
+        run with no value in this group still counts as a run."""
+        run, bins, count = np.asarray(run, np.int64), np.asarray(bins, np.int64), np.asarray(count, np.float64)
+        run_ids = np.array(sorted(set(runs) if runs is not None else set(run.tolist())), np.int64)
+        if len(run_ids) == 0:
+            run_ids = np.zeros(1, np.int64)
+        uniq, col = np.unique(bins, return_inverse=True)
+        counts = np.zeros((len(run_ids), len(uniq)))
+        np.add.at(counts, (np.searchsorted(run_ids, run), col), count)
+        return cls(uniq, counts)
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def runs(self) -> int:
+        return self.counts.shape[0]
+
+    def quantile(self, q: float) -> float | None:
+        """Linear interpolation between order statistics, as DuckDB's quantile_cont."""
+        pooled = self.counts.sum(axis=0)
+        n = pooled.sum()
+        if n == 0:
+            return None
+        cum = np.cumsum(pooled)
+        return float(_interp(cum[None, :], np.array([n]), q, bin_value(self.bins))[0])
+
+
+def _interp(cum: np.ndarray, n: np.ndarray, q: float, values: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+    """The q-quantile of each row of cumulative counts `cum` (rows of totals n), interpolated
+    between the values at 0-based ranks floor(h) and ceil(h), h = (n - 1) q. `offset` is a count
+    below the first column (the window's lower tail)."""
+    off = np.zeros(len(n)) if offset is None else offset
+    h = (n - 1) * q
+    out = np.full(len(n), np.nan)
+    ok = n > 0
+    k = cum.shape[1]
+    lo = _rank_index(cum, np.floor(h) - off)
+    hi = _rank_index(cum, np.ceil(h) - off)
+    lo, hi = np.clip(lo, 0, k - 1), np.clip(hi, 0, k - 1)
+    frac = h - np.floor(h)
+    out[ok] = (values[lo] + frac * (values[hi] - values[lo]))[ok]
+    return out
+
+
+def _rank_index(cum: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Per row, the first column whose cumulative count exceeds `rank` (0-based)."""
+    rows, k = cum.shape
+    span = float(cum[:, -1].max() if k else 0) + 2 + float(np.abs(rank).max() if len(rank) else 0)
+    shift = np.arange(rows) * span
+    flat = (cum + shift[:, None]).ravel()
+    return np.searchsorted(flat, rank + shift, side="right") - np.arange(rows) * k
+
+
+@dataclass
+class Replicates:
+    """Bootstrap replicates of one statistic of one side, plus its point estimate."""
+
+    point: float | None
+    values: np.ndarray  # (reps,), NaN where a replicate had no data
+    n: int
+
+
+def _run_weights(runs: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    if runs == 1:
+        return np.ones((reps, 1))
+    return rng.multinomial(runs, np.full(runs, 1 / runs), size=reps).astype(np.float64)
+
+
+def quantile_replicates(h: Hist, q: float, reps: int, rng: np.random.Generator) -> Replicates:
+    n = h.n
+    if n == 0:
+        return Replicates(None, np.full(reps, np.nan), 0)
+    point = h.quantile(q)
+    values = bin_value(h.bins)
+    # The window of bins that can hold the replicate's quantile: around each run's own quantile
+    # (a mixture's quantile lies between its parts') and the pooled one, WINDOW_SD sds of rank wide.
+    lo_i, hi_i = len(h.bins), 0
+    for c in [h.counts.sum(axis=0), *h.counts]:
+        m = c.sum()
+        if m == 0:
+            continue
+        cum = np.cumsum(c)
+        w = WINDOW_SD * math.sqrt(m * q * (1 - q)) + WINDOW_SD
+        r = (m - 1) * q
+        lo_i = min(lo_i, int(np.searchsorted(cum, max(r - w, 0), side="right")))
+        hi_i = max(hi_i, int(np.searchsorted(cum, min(r + w, m - 1), side="right")))
+    lo_i, hi_i = max(lo_i - 1, 0), min(hi_i + 1, len(h.bins) - 1)
+    weights = _run_weights(h.runs, reps, rng)
+    below = weights @ h.counts[:, :lo_i].sum(axis=1)
+    inside = weights @ h.counts[:, lo_i:hi_i + 1]
+    above = weights @ h.counts[:, hi_i + 1:].sum(axis=1)
+    b, a = rng.poisson(below), rng.poisson(above)
+    win = rng.poisson(inside)
+    total = b + win.sum(axis=1) + a
+    cum = np.cumsum(win, axis=1)
+    out = _interp(cum, total, q, values[lo_i:hi_i + 1], offset=b)
+    return Replicates(point, out, n)
+
+
+def share_replicates(hits: Sequence[float], totals: Sequence[float], reps: int, rng: np.random.Generator) -> Replicates:
+    """A proportion (hits / totals over the runs), e.g. the error rate or the goodput share."""
+    k, n = np.asarray(hits, np.float64), np.asarray(totals, np.float64)
+    if n.sum() == 0:
+        return Replicates(None, np.full(reps, np.nan), 0)
+    w = _run_weights(len(n), reps, rng)
+    x, y = rng.poisson(w @ k), rng.poisson(w @ (n - k))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        vals = np.where(x + y > 0, x / (x + y), np.nan)
+    return Replicates(float(k.sum() / n.sum()), vals, int(n.sum()))
+
+
+def needed(q: float) -> int:
+    """The fewest values a q-quantile needs to be more than an extreme value."""
+    return math.ceil(MIN_TAIL / min(q, 1 - q)) if 0 < q < 1 else 1
+
+
+@dataclass
+class Estimate:
+    """B against A for one figure: values, difference and ratio with intervals, and a verdict."""
+
+    a: float | None
+    b: float | None
+    delta: float | None = None
+    delta_ci: tuple[float, float] | None = None
+    ratio: float | None = None
+    ratio_ci: tuple[float, float] | None = None
+    verdict: str = SAME
+    n: tuple[int, int] = (0, 0)
+    needs: int | None = None  # requests a side needs for this quantile, when one has fewer
+    floor: float | None = None  # the A/A ratio of this figure, when an A/A pair was given
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "a": self.a, "b": self.b, "delta": self.delta, "delta_ci": self.delta_ci, "ratio": self.ratio,
+            "ratio_ci": self.ratio_ci, "verdict": self.verdict, "n": list(self.n), "needs": self.needs, "aa_ratio": self.floor,
+        }  # fmt: skip
+
+
+def estimate(ra: Replicates, rb: Replicates, *, lower_is_better: bool = True, level: float = LEVEL,
+             needs: int | None = None, floor: float | None = None) -> Estimate:
+    """Compares replicates of B with A's. The verdict is *better*/*worse* when the interval of
+    B - A excludes 0 and, with an A/A ratio `floor` given, the interval of B / A also lies beyond
+    that ratio (two identical setups differ by that much, so less is not evidence)."""
+    e = Estimate(ra.point, rb.point, n=(ra.n, rb.n), floor=floor)
+    if needs is not None and min(ra.n, rb.n) < needs:
+        e.verdict, e.needs = TOO_FEW, needs
+        return e
+    if ra.point is None or rb.point is None:
+        e.verdict = TOO_FEW
+        return e
+    alpha = (1 - level) / 2
+    e.delta = rb.point - ra.point
+    d = rb.values - ra.values
+    ok = ~np.isnan(d)
+    if ok.sum() < 10:
+        e.verdict = TOO_FEW
+        return e
+    e.delta_ci = (float(np.quantile(d[ok], alpha)), float(np.quantile(d[ok], 1 - alpha)))
+    if ra.point:
+        e.ratio = rb.point / ra.point
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = rb.values / ra.values
+        r = r[np.isfinite(r)]
+        if len(r) >= 10:
+            e.ratio_ci = (float(np.quantile(r, alpha)), float(np.quantile(r, 1 - alpha)))
+    lo, hi = e.delta_ci
+    up = lo > 0
+    down = hi < 0
+    if (up or down) and floor is not None and floor > 0 and e.ratio_ci is not None:
+        band = max(floor, 1 / floor)
+        if (up and e.ratio_ci[0] <= band) or (down and e.ratio_ci[1] >= 1 / band):
+            e.verdict = NOISE
+            return e
+    if up:
+        e.verdict = WORSE if lower_is_better else BETTER
+    elif down:
+        e.verdict = BETTER if lower_is_better else WORSE
+    return e
+
+
+def rng_for(*parts: object) -> np.random.Generator:
+    """A generator seeded from SEED and the figure's name, so a figure's interval does not change
+    when other figures are added."""
+    import zlib
+
+    return np.random.default_rng([SEED, zlib.crc32(repr(parts).encode())])

@@ -1,0 +1,99 @@
+"""The intervals of analysis/stats.py on synthetic data with a known answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shadowreplay.analysis import stats
+
+
+def _verdict(a_runs, b_runs, q, reps=600, seed=0, floor=None):
+    ha, hb = stats.Hist.from_values(a_runs), stats.Hist.from_values(b_runs)
+    ra = stats.quantile_replicates(ha, q, reps, stats.rng_for("a", seed))
+    rb = stats.quantile_replicates(hb, q, reps, stats.rng_for("b", seed))
+    return stats.estimate(ra, rb, needs=stats.needed(q), floor=floor)
+
+
+def test_binned_quantiles_match_exact_ones():
+    x = np.random.default_rng(1).lognormal(4, 0.8, 20_000)
+    h = stats.Hist.from_values([x])
+    for q in (0.01, 0.5, 0.9, 0.99, 0.999):
+        assert h.quantile(q) == pytest.approx(np.quantile(x, q), rel=stats.REL_RES / 2 + 1e-9)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+def test_identical_distributions_are_no_detectable_difference_in_about_95_percent(q):
+    seeds = 160
+    same = 0
+    for s in range(seeds):
+        r = np.random.default_rng(s)
+        e = _verdict([r.lognormal(3, 0.6, 800)], [r.lognormal(3, 0.6, 800)], q, seed=s)
+        same += e.verdict == stats.SAME
+    # 95 % nominal; a binomial 99.9 % band around it for 160 seeds is about 0.89-0.99
+    assert 0.88 <= same / seeds <= 1.0, same / seeds
+
+
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+def test_a_true_2x_change_is_found_with_the_right_sign(q):
+    worse = better = 0
+    for s in range(40):
+        r = np.random.default_rng(100 + s)
+        a = r.lognormal(3, 0.6, 600)
+        worse += _verdict([a], [2 * r.lognormal(3, 0.6, 600)], q, seed=s).verdict == stats.WORSE
+        better += _verdict([a], [0.5 * r.lognormal(3, 0.6, 600)], q, seed=s).verdict == stats.BETTER
+    assert worse >= 38 and better >= 38
+
+
+def test_the_interval_holds_the_true_ratio():
+    hits = 0
+    for s in range(100):
+        r = np.random.default_rng(500 + s)
+        e = _verdict([r.lognormal(3, 0.5, 1000)], [1.3 * r.lognormal(3, 0.5, 1000)], 0.95, seed=s)
+        hits += e.ratio_ci[0] <= 1.3 <= e.ratio_ci[1]
+    assert hits >= 88
+
+
+def test_repeats_carry_run_to_run_noise():
+    """Runs that drift (each run's scale drawn anew): resampling requests alone would call
+    identical setups different far more often than 5 %; resampling whole runs does not."""
+    same_runs = same_pooled = 0
+    seeds = 60
+    for s in range(seeds):
+        r = np.random.default_rng(900 + s)
+
+        def side():
+            return [r.lognormal(3 + r.normal(0, 0.08), 0.5, 400) for _ in range(6)]
+
+        a, b = side(), side()
+        same_runs += _verdict(a, b, 0.5, seed=s).verdict == stats.SAME
+        same_pooled += _verdict([np.concatenate(a)], [np.concatenate(b)], 0.5, seed=s).verdict == stats.SAME
+    assert same_runs / seeds >= 0.8
+    assert same_pooled / seeds < same_runs / seeds - 0.15
+
+
+def test_too_few_values_for_the_quantile():
+    r = np.random.default_rng(3)
+    e = _verdict([r.lognormal(3, 0.6, 68)], [3 * r.lognormal(3, 0.6, 68)], 0.99)
+    assert e.verdict == stats.TOO_FEW and e.needs == 500
+    assert stats.needed(0.95) == 100 and stats.needed(0.5) == 10
+
+
+def test_a_change_no_larger_than_the_aa_floor_is_noise():
+    r = np.random.default_rng(4)
+    a, b = r.lognormal(3, 0.4, 3000), 1.2 * r.lognormal(3, 0.4, 3000)
+    assert _verdict([a], [b], 0.5).verdict == stats.WORSE
+    assert _verdict([a], [b], 0.5, floor=1.25).verdict == stats.NOISE
+    assert _verdict([a], [b], 0.5, floor=1 / 1.25).verdict == stats.NOISE
+    assert _verdict([a], [b], 0.5, floor=1.02).verdict == stats.WORSE
+
+
+def test_shares():
+    g = stats.rng_for("s")
+    a = stats.share_replicates([100], [1000], 1000, g)
+    b = stats.share_replicates([200], [1000], 1000, g)
+    e = stats.estimate(a, b, lower_is_better=True)
+    assert e.a == 0.1 and e.b == 0.2 and e.verdict == stats.WORSE
+    assert e.delta_ci[0] < 0.1 < e.delta_ci[1]
+    e = stats.estimate(a, b, lower_is_better=False)
+    assert e.verdict == stats.BETTER
