@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import fastjson
 from .detectors import PERSON, SECRET
 from .names import looks_like_name
-from .scrubber import _CACHE_MIN_CHARS, _ONE_PERSON, _OPENAI_KEEP, _OPENAI_MARKER_SET, _is_name_key, _is_secret_key, _ordered_counts
+from .scrubber import _CACHE_MIN_CHARS, _ONE_PERSON, _OPENAI_KEEP, _OPENAI_MARKER_SET, _TOOL_NAME_PARENTS, _is_name_key, _is_secret_key, _ordered_counts
 
 if TYPE_CHECKING:
     from .scrubber import Scrubber
@@ -33,7 +33,7 @@ def _key_code(key: Any, openai: bool) -> int:
         if key in _OPENAI_KEEP:
             code = _KEEP
         elif key == "name":
-            code = _NAME  # kept under "function" only
+            code = _NAME  # kept under a tool object only (llmapi.TOOL_NAME_PARENTS)
     if _is_secret_key(key):
         code |= _SECRET
     if _is_name_key(key):
@@ -81,7 +81,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             code = _key_code(kk, openai)
         if not code:
             return False
-        if code & _KEEP or (code & _NAME and ctx == "function"):
+        if code & _KEEP or (code & _NAME and ctx in _TOOL_NAME_PARENTS):
             f = fmap_get(v)
             src[k] = f if f is not None else fmake(v)
             return True

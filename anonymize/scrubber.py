@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from shadowreplay import llmapi
+
 from . import fastjson
 from .detectors import PERSON, SECRET, Span, find_spans
 from .names import NAME_KEY, looks_like_name, mention_pattern, name_words
@@ -24,15 +26,10 @@ _BATCH_CHARS = 1_000_000  # strings of one body are scanned together, up to this
 _CACHE_MAX_CHARS = 64_000_000
 _FAST_MASK_OVER = 200_000
 
-# In OpenAI-style bodies these keys hold protocol values (model names, roles, enum values, ids),
-# not user content; they pass through unchanged.
-_OPENAI_KEEP = frozenset(
-    "model role type object tool_choice finish_reason id tool_call_id call_id system_fingerprint service_tier "
-    "reasoning_effort encoding_format detail format status response_format previous_response_id truncation "
-    "modalities voice".split()
-)
-_OPENAI_MARKERS = ("messages", "prompt", "input", "choices", "output")
-_OPENAI_MARKER_SET = frozenset(_OPENAI_MARKERS)
+# Protocol keys kept in LLM API bodies, and what marks such a body: defined with the APIs.
+_OPENAI_KEEP = llmapi.PROTOCOL_KEYS
+_OPENAI_MARKER_SET = llmapi.BODY_MARKERS
+_TOOL_NAME_PARENTS = llmapi.TOOL_NAME_PARENTS
 # Dict keys whose string value is a credential whatever it looks like.
 _SECRET_KEY_RE = re.compile(
     r"(?i)^(?:x[-_])?(?:api[-_]?key|apikey|access[-_]?key|secret[-_]?key|secret|client[-_]?secret|password|passwd|pwd"
@@ -444,7 +441,7 @@ class Scrubber:
             nonlocal n_secret
             if isinstance(v, str):
                 if type(key) is str:
-                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent == "function")):
+                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent in _TOOL_NAME_PARENTS)):
                         dst[k] = v
                         return
                     if v and _is_secret_key(key):
@@ -487,7 +484,7 @@ class Scrubber:
                     t = type(v)
                     if t is str:
                         dst[k] = v
-                        if openai and (k in keep or (k == "name" and key == "function")):
+                        if openai and (k in keep or (k == "name" and key in _TOOL_NAME_PARENTS)):
                             continue
                         sk = secret_memo.get(k)
                         if sk is None:

@@ -1,8 +1,9 @@
 """Server-sent-event bodies (streamed OpenAI/vLLM responses).
 
 A streamed answer arrives a token or two per event, so an e-mail address or a phone number is
-split across many `data:` chunks and no chunk alone shows it. The streamed text fields (delta
-content, reasoning, completions text, tool-call argument fragments, Responses API deltas) are
+split across many `data:` chunks and no chunk alone shows it. The streamed text fields of every
+API (shadowreplay.llmapi.stream_text_paths: chat delta content, reasoning and tool-call argument
+fragments, completions text, Responses deltas, Messages text/thinking/partial_json deltas) are
 therefore joined per stream, scrubbed as one text, and cut back at the original chunk
 boundaries; substitutes keep the length, so every chunk keeps its length too."""
 
@@ -11,41 +12,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from shadowreplay.llmapi import stream_text_paths
+
 if TYPE_CHECKING:
     from .scrubber import Scrubber
 
 Path = tuple[Any, ...]
-
-
-def _stream_fields(chunk: Any) -> list[tuple[tuple, Path]]:
-    """(stream id, path) of every streamed text fragment in one parsed chunk."""
-    out: list[tuple[tuple, Path]] = []
-    if not isinstance(chunk, dict):
-        return out
-    choices = chunk.get("choices")
-    if isinstance(choices, list):
-        for ci, choice in enumerate(choices):
-            if not isinstance(choice, dict):
-                continue
-            idx = choice.get("index", ci)
-            if isinstance(choice.get("text"), str):
-                out.append((("text", idx), ("choices", ci, "text")))
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                for field in ("content", "reasoning_content", "reasoning", "refusal"):
-                    if isinstance(delta.get(field), str):
-                        out.append(((field, idx), ("choices", ci, "delta", field)))
-                calls = delta.get("tool_calls")
-                if isinstance(calls, list):
-                    for ti, call in enumerate(calls):
-                        fn = call.get("function") if isinstance(call, dict) else None
-                        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-                            tidx = call.get("index", ti)
-                            out.append((("args", idx, tidx), ("choices", ci, "delta", "tool_calls", ti, "function", "arguments")))
-    typ = chunk.get("type")
-    if isinstance(typ, str) and typ.endswith(".delta") and isinstance(chunk.get("delta"), str):
-        out.append((("resp", typ, chunk.get("item_id"), chunk.get("output_index"), chunk.get("content_index")), ("delta",)))
-    return out
 
 
 def _get(obj: Any, path: Path) -> Any:
@@ -81,7 +53,7 @@ def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
             chunk = json.loads(payload)
         except (ValueError, RecursionError):
             continue
-        for sid, path in _stream_fields(chunk):
+        for sid, path in stream_text_paths(chunk):
             streams.setdefault(sid, []).append((i, path, _get(chunk, path)))
             _set(chunk, path, "")  # scrubbed with its stream below, not alone
         parsed[i] = (prefix, chunk, newline, _separators(payload))

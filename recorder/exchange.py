@@ -16,9 +16,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from shadowreplay import llmapi
 from shadowreplay.schema import REQUESTS_SCHEMA
 
-from .sse import DecodedTooLarge, SseParser, StreamDecoder, choice_text, decode_body, gaps_ms, summarize_openai_stream
+from .sse import DecodedTooLarge, StreamDecoder, decode_body, gaps_ms
 
 if TYPE_CHECKING:
     from shadowreplay.anonymize import Scrubber
@@ -65,17 +66,6 @@ def ms_between(a: float | None, b: float | None) -> float | None:
     return round((b - a) * 1000.0, 3)
 
 
-def classify(path: str) -> str:
-    p = path.split("?", 1)[0].rstrip("/")
-    if p.endswith("/chat/completions"):
-        return "chat"
-    if p.endswith("/completions"):
-        return "completion"
-    if p.endswith("/embeddings"):
-        return "embedding"
-    return "http"
-
-
 def protocol_of(http_version: str) -> str:
     return "h2" if http_version.upper().startswith("HTTP/2") else "http/1.1"
 
@@ -99,42 +89,6 @@ def credential(headers: list[tuple[str, str]]) -> str | None:
         if v:
             return v.strip()
     return None
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "image_url", ...}]
-        out = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                out.append(part["text"])
-            elif isinstance(part, str):
-                out.append(part)
-        return "".join(out)
-    return ""
-
-
-def prompt_text(kind: str, body: dict[str, Any]) -> str | None:
-    """The prompt as the model sees its text: chat message contents concatenated in order,
-    the completion prompt(s), or the embedding input(s). None when there is no text prompt
-    (token-id prompts)."""
-    if kind == "chat" or "messages" in body:
-        msgs = body.get("messages")
-        if not isinstance(msgs, list):
-            return None
-        return "".join(_content_text(m.get("content")) for m in msgs if isinstance(m, dict))
-    key = "input" if kind == "embedding" else "prompt"
-    v = body.get(key, body.get("prompt") if key == "input" else None)
-    if isinstance(v, str):
-        return v
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return "".join(v)
-    return None
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31 else None
 
 
 def add_counts(total: dict[str, int], counts: dict[str, int] | None) -> None:
@@ -185,7 +139,8 @@ class HttpExchange:
     def to_row(self, scrubber: Scrubber, opts: RowOptions) -> dict[str, Any]:
         errors: list[str] = []
         pii: dict[str, int] = {}
-        kind = classify(self.path or "")
+        api = llmapi.api_for_path(self.path)
+        kind = api.kind
         req_ct = header(self.request_headers, "content-type")
         row: dict[str, Any] = {
             "request_id": self.request_id,
@@ -232,7 +187,7 @@ class HttpExchange:
                     errors.append(f"request body: {e}")
                     body = None
         if body:
-            self._request_fields(body, req_ct, kind, scrubber, opts, row, errors, pii)
+            self._request_fields(body, req_ct, api, scrubber, opts, row, errors, pii)
 
         # response
         first_byte = self.chunks[0][0] if self.chunks else self.ts_response_headers
@@ -245,15 +200,15 @@ class HttpExchange:
                 errors.append(f"response stream over {opts.stream_cap} bytes: rest not reassembled")
                 row["body_truncated"] = True
             if "text/event-stream" in resp_ct:
-                end = self._sse_fields(resp_enc, kind, scrubber, opts, row, errors, pii, end)
+                end = self._sse_fields(resp_enc, api, scrubber, opts, row, errors, pii, end)
             else:
                 raw = b"".join(c for _, c in self.chunks)
-                self._response_body_fields(raw, resp_enc, resp_ct, kind, scrubber, opts, row, errors, pii)
+                self._response_body_fields(raw, resp_enc, resp_ct, api, scrubber, opts, row, errors, pii)
             if end is None and self.chunks:
                 end = self.chunks[-1][0]
         elif self.response_body is not None:
             row["response_bytes"] = len(self.response_body)
-            self._response_body_fields(self.response_body, resp_enc, resp_ct, kind, scrubber, opts, row, errors, pii)
+            self._response_body_fields(self.response_body, resp_enc, resp_ct, api, scrubber, opts, row, errors, pii)
 
         row["ts_first_byte"] = ts(first_byte)
         row["ts_end"] = ts(end)
@@ -271,7 +226,7 @@ class HttpExchange:
             row.setdefault(name, None)
         return row
 
-    def _request_fields(self, body, req_ct, kind, scrubber, opts, row, errors, pii) -> None:
+    def _request_fields(self, body, req_ct, api, scrubber, opts, row, errors, pii) -> None:
         if len(body) > opts.body_cap:
             row["body_truncated"] = True
             errors.append(f"request body over cap ({len(body)} > {opts.body_cap} bytes): stored truncated")
@@ -290,8 +245,8 @@ class HttpExchange:
                 row["model"] = m.text
             st = parsed.get("stream")
             row["stream"] = bool(st) if isinstance(st, bool) else False
-            row["max_tokens"] = _int(parsed.get("max_tokens", parsed.get("max_completion_tokens")))
-            text = prompt_text(kind, parsed)
+            row["max_tokens"] = api.output_limit(parsed)
+            text = llmapi.prompt_text(api, parsed)
             if text is not None:
                 row["prompt_chars"] = len(text)
                 row["prefix_hash"] = scrubber.keyed_hash(text[: opts.prefix_chars])
@@ -305,56 +260,62 @@ class HttpExchange:
             row["body_truncated"] = True
         row["request_body"] = text
 
-    def _sse_fields(self, enc, kind, scrubber, opts, row, errors, pii, end) -> float | None:
+    def _sse_fields(self, enc, api, scrubber, opts, row, errors, pii, end) -> float | None:
         try:
             dec = StreamDecoder(enc)
         except ValueError as e:
             errors.append(f"response stream: {e}")
             return end
-        parser = SseParser()
-        events = []
+        reader = llmapi.StreamReader(api if api.streams else llmapi.CHAT)
         try:
             for t, chunk in self.chunks:
-                events.extend(parser.feed(dec.decode(chunk), t))
+                reader.feed(dec.decode(chunk), t)
         except DecodedTooLarge as e:
             errors.append(f"response stream: {e}")
         except Exception as e:  # corrupt compressed stream
             errors.append(f"response stream: cannot decode content-encoding {enc}: {type(e).__name__}")
-        last_t = self.chunks[-1][0] if self.chunks else (end or self.ts_start)
-        events.extend(parser.close(last_t))
-        if parser.invalid_utf8:
+        reader.close(self.chunks[-1][0] if self.chunks else (end or self.ts_start))
+        if reader.invalid_utf8:
             errors.append("response stream: not UTF-8")
-        s = summarize_openai_stream(events)
-        row["chunks"] = s.data_events
+        s = reader.reply
+        row["chunks"] = reader.data_events
         row["stream"] = True if row.get("stream") is None else row["stream"]
         if s.model and not row.get("model"):
             row["model"] = scrubber.scrub_text(s.model).text
-        row["finish_reason"] = s.finish_reason
-        row["prompt_tokens"] = _int(s.prompt_tokens)
-        row["completion_tokens"] = _int(s.completion_tokens)
-        row["cached_tokens"] = _int(s.cached_tokens)
-        first = s.token_times[0] if s.token_times else s.first_data_t
+        self._reply_fields(s, row)
+        first = reader.token_times[0] if reader.token_times else reader.first_data_t
         row["ttft_ms"] = ms_between(self.ts_start, first)
-        row["itl_ms"] = gaps_ms(s.token_times)
-        if s.malformed_events:
-            errors.append(f"response stream: {s.malformed_events} malformed events")
-        if s.error_message:
-            m = scrubber.scrub_text(s.error_message[:ERROR_CAP])
+        row["itl_ms"] = gaps_ms(reader.token_times)
+        if reader.malformed_events:
+            errors.append(f"response stream: {reader.malformed_events} malformed events")
+        if s.error:
+            m = scrubber.scrub_text(s.error[:ERROR_CAP])
             add_counts(pii, m.counts)
             errors.append(f"in-stream error: {m.text}")
         if not s.done and self.status == 200 and not self.error and not self.stream_overflow:
-            errors.append("response stream ended without [DONE]")
-        if s.text:
-            sc = scrubber.scrub_text(s.text)
-            add_counts(pii, sc.counts)
-            text = sc.text
-            if len(text) > opts.body_cap:
-                text = text[: opts.body_cap]
-                row["body_truncated"] = True
-            row["response_text"] = text
+            errors.append("response stream ended without " + ("[DONE]" if api.kind in ("chat", "completion", "http")
+                                                             else "its end event"))
+        self._text_field("".join(s.text), scrubber, opts, row, pii)
         return end
 
-    def _response_body_fields(self, raw, enc, ct, kind, scrubber, opts, row, errors, pii) -> None:
+    @staticmethod
+    def _reply_fields(s: llmapi.Reply, row: dict) -> None:
+        row["finish_reason"] = s.finish_reason[:64] if s.finish_reason else None
+        row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"] = s.counts()
+
+    @staticmethod
+    def _text_field(text: str, scrubber, opts, row, pii) -> None:
+        if not text:
+            return
+        sc = scrubber.scrub_text(text)
+        add_counts(pii, sc.counts)
+        t = sc.text
+        if len(t) > opts.body_cap:
+            t = t[: opts.body_cap]
+            row["body_truncated"] = True
+        row["response_text"] = t
+
+    def _response_body_fields(self, raw, enc, ct, api, scrubber, opts, row, errors, pii) -> None:
         body = raw
         if raw and enc and enc.strip().lower() != "identity":
             try:
@@ -375,9 +336,9 @@ class HttpExchange:
                     errors.append("response body: malformed JSON")
                 obj = None
             if isinstance(obj, dict):
-                self._response_json(obj, kind, scrubber, opts, row, errors, pii)
+                self._response_json(obj, api, scrubber, opts, row, errors, pii)
                 return
-        if kind == "embedding":
+        if api is llmapi.EMBEDDING:
             return
         sb = scrubber.scrub_body(body, ct or None)
         add_counts(pii, sb.counts)
@@ -387,38 +348,23 @@ class HttpExchange:
             row["body_truncated"] = True
         row["response_text"] = text
 
-    def _response_json(self, obj, kind, scrubber, opts, row, errors, pii) -> None:
-        u = obj.get("usage")
-        if isinstance(u, dict):
-            row["prompt_tokens"] = _int(u.get("prompt_tokens"))
-            row["completion_tokens"] = _int(u.get("completion_tokens"))
-            d = u.get("prompt_tokens_details")
-            if isinstance(d, dict):
-                row["cached_tokens"] = _int(d.get("cached_tokens"))
-        if not row.get("model") and isinstance(obj.get("model"), str):
-            row["model"] = scrubber.scrub_text(obj["model"]).text
-        err = obj.get("error")
-        if err is not None:
-            msg = err.get("message") if isinstance(err, dict) else err
-            m = scrubber.scrub_text(str(msg)[:ERROR_CAP])
+    def _response_json(self, obj, api, scrubber, opts, row, errors, pii) -> None:
+        r = llmapi.Reply()
+        (api if api is not llmapi.HTTP else llmapi.CHAT).reply(obj, r)  # an unknown route may still be OpenAI-shaped
+        if api is not llmapi.HTTP or r.usage is not None:
+            row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"] = r.counts()
+        if not row.get("model") and r.model:
+            row["model"] = scrubber.scrub_text(r.model).text
+        if r.error is not None:
+            m = scrubber.scrub_text(r.error[:ERROR_CAP])
             add_counts(pii, m.counts)
             errors.append(f"upstream error: {m.text}")
-        if kind == "embedding":
+        if api is llmapi.EMBEDDING:
             return  # vectors are not kept
-        choices = obj.get("choices")
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            text, _ = choice_text(choices[0], streamed=False)
-            fr = choices[0].get("finish_reason")
-            row["finish_reason"] = fr if isinstance(fr, str) else None
-            if text:
-                sc = scrubber.scrub_text(text)
-                add_counts(pii, sc.counts)
-                t = sc.text
-                if len(t) > opts.body_cap:
-                    t = t[: opts.body_cap]
-                    row["body_truncated"] = True
-                row["response_text"] = t
-        elif kind == "http":
+        if api is not llmapi.HTTP or isinstance(obj.get("choices"), list) and obj["choices"]:
+            row["finish_reason"] = r.finish_reason[:64] if r.finish_reason else None
+            self._text_field("".join(r.text), scrubber, opts, row, pii)
+        else:
             sj, counts = scrubber.scrub_json(obj)
             add_counts(pii, counts)
             t = json.dumps(sj, ensure_ascii=False)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from shadowreplay import llmapi
 from shadowreplay.errors import ConfigError
 
-LLM_KINDS = ("chat", "completion")
 # Never replayed: scrubbed credentials, and headers the replayer sets itself.
 DROP_HEADERS = frozenset({
     "authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "openai-organization",
@@ -51,9 +51,12 @@ def build_body(
     completion_tokens: int | None,
     opts: BodyOptions,
 ) -> tuple[bytes, str | None]:
-    """The body to send and the model it names. LLM bodies (chat/completion JSON) get the model
-    mapped, max_tokens = min_tokens = the recorded completion tokens, ignore_eos, and
-    stream_options.include_usage when streaming. Other bodies are sent as recorded."""
+    """The body to send and the model it names. Every JSON body gets its model mapped; the bodies
+    of the generative APIs (shadowreplay.llmapi: chat, completions, Responses, Messages) get their
+    output pinned to the recorded completion tokens in the API's own fields (`pin_output`: for
+    chat and completions max_tokens = min_tokens, ignore_eos, stream_options.include_usage; for
+    Responses max_output_tokens and vLLM's ignore_eos; for Messages max_tokens). Other bodies
+    are sent as recorded."""
     if recorded is None:
         return b"", None
     try:
@@ -65,18 +68,9 @@ def build_body(
     model = obj.get("model")
     if isinstance(model, str) and model in opts.model_map:
         obj["model"] = model = opts.model_map[model]
-    if kind in LLM_KINDS or (kind is None and ("messages" in obj or "prompt" in obj)):
-        if completion_tokens is not None and completion_tokens > 0:
-            obj["max_tokens"] = int(completion_tokens)
-            obj["min_tokens"] = int(completion_tokens)
-            if "max_completion_tokens" in obj:
-                obj["max_completion_tokens"] = int(completion_tokens)
-        if opts.ignore_eos:
-            obj["ignore_eos"] = True
-        if stream or obj.get("stream"):
-            obj["stream"] = True
-            so = obj.get("stream_options")
-            obj["stream_options"] = {**(so if isinstance(so, dict) else {}), "include_usage": True}
+    api = llmapi.api_for_kind(kind) if kind is not None else llmapi.api_for_body(obj)
+    if api.kind in llmapi.GENERATIVE_KINDS:
+        api.pin_output(obj, completion_tokens, ignore_eos=opts.ignore_eos, stream=bool(stream or obj.get("stream")))
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), model if isinstance(model, str) else None
 
 

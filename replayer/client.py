@@ -12,31 +12,29 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import re
 import ssl
 import time
 from collections.abc import Callable
 
-from .routes import Target
-
 from orjson import loads as _loads  # several times faster than json on usage events
 
+from shadowreplay import llmapi
+
+from .routes import Target
+
 MAX_BODY = 4 << 20  # non-streamed bodies kept (for usage) up to this size
-# An SSE event carries output when a choice has non-empty text/content/reasoning or token ids.
-_TOKEN = re.compile(rb'"(?:text|content|reasoning_content)"\s*:\s*"(?!")|"token_ids"\s*:\s*\[\s*\d')
-_USAGE_NULL = re.compile(rb'"usage"\s*:\s*null')
-# The same token test over a block of single-line events: one match per event that carries output
-# (the match runs on to the end of its line, so a second key in the same event is not counted).
-_TOKEN_LINE = re.compile(rb"(?:" + _TOKEN.pattern + rb")[^\n]*\n")
-_USAGE_OBJ = re.compile(rb'"usage"\s*:\s*\{')
+_USAGE_RE = llmapi.USAGE_RE
 
 
 class Exchange:
-    """One replayed request and what was measured about it (all times: time.monotonic_ns)."""
+    """One replayed request and what was measured about it (all times: time.monotonic_ns).
+
+    What counts as an output token event and where the usage is come from the request's API
+    (shadowreplay.llmapi, by the request line's path): the same definitions the recorder uses."""
 
     __slots__ = (
         "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
-        "usage", "sse", "_buf", "_body", "done_cb", "resent",
+        "usage", "sse", "_framer", "_body", "done_cb", "resent", "api", "_reply",
     )
 
     def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
@@ -50,73 +48,76 @@ class Exchange:
         self.token_ns: list[int] = []
         self.usage: dict | None = None
         self.sse = False
-        self._buf = b""
+        self._framer: llmapi.SseFramer | None = None
         self._body = bytearray()
+        self.api: llmapi.LlmApi | None = None  # set when the response begins
+        self._reply: llmapi.Reply | None = None
         self.done_cb = done_cb
         self.resent = False
 
     # --- body handling -------------------------------------------------------------------------
+    def start_stream(self) -> None:
+        """The response is an event stream: read it as the request's API streams."""
+        self.sse = True
+        self._framer = llmapi.SseFramer()
+        api = llmapi.api_for_request(self.data)
+        self.api = api if api.streams else llmapi.CHAT  # an unknown route may still stream chunks
+
     def body(self, data: bytes, now: int) -> None:
         if self.sse:
-            buf = self._buf + data
-            if b"\r" in buf:  # CRLF or CR line endings (allowed by the SSE spec): made \n
-                buf = buf.replace(b"\r\n", b"\n")
-                half = buf.endswith(b"\r")  # maybe the first half of a \r\n split across reads
-                buf = (buf[:-1] if half else buf).replace(b"\r", b"\n") + (b"\r" if half else b"")
-            cut = buf.rfind(b"\n\n")
-            if cut < 0:
-                self._buf = buf
+            block = self._framer.feed(data)
+            if not block:
                 return
-            self._buf = buf[cut + 2 :]
-            if buf.find(b"\n\n") == cut:  # one event: what a token-by-token stream reads each time
-                self._event(buf[:cut], now)
+            if block.find(b"\n\n") == len(block) - 2:  # one event: what a token-by-token stream reads each time
+                self._event(block[:-2], now)
             else:
-                self._events(buf[: cut + 2], now)
+                self._events(block, now)
         elif len(self._body) < MAX_BODY:
             self._body += data
 
     def _events(self, block: bytes, now: int) -> None:
         """Several complete events (`block` ends with a blank line), all read at `now`. What vLLM
-        sends, one `data:` line per event, is handled in a few C-level scans of the whole block
-        (the per-event Python calls were most of the response handling when a read holds many
-        events); anything else event by event."""
+        sends for chat and completions, one `data:` line per event, is handled in a few C-level
+        scans of the whole block (the per-event Python calls were most of the response handling
+        when a read holds many events); anything else event by event."""
         nev = block.count(b"\n\n")
         if (block.count(b"\n") == 2 * nev and block.startswith(b"data:")
                 and block.count(b"\n\ndata:") == nev - 1):
-            hits = len(_TOKEN_LINE.findall(block))
+            hits = self.api.count_output(block)
             if hits:
                 self.token_ns += [now] * hits
             if b'"usage"' in block:
-                for m in _USAGE_OBJ.finditer(block):
+                for m in _USAGE_RE.finditer(block):
                     start = block.rfind(b"\n", 0, m.start()) + 1
-                    self._usage(block[start + 5 : block.find(b"\n", m.end())].lstrip(b" "))
+                    self._usage(block[start + 5 : block.find(b"\n", m.end())])
             return
         for raw in block.split(b"\n\n")[:-1]:
-            self._event(raw, now)
+            if raw:
+                self._event(raw, now)
 
-    def _usage(self, payload: bytes) -> None:
+    def _usage(self, data: bytes) -> None:
         try:
-            ev = _loads(payload)
+            ev = _loads(data)
         except ValueError:
             return
-        if isinstance(ev, dict) and isinstance(ev.get("usage"), dict):
-            self.usage = ev["usage"]
+        if self._reply is None:
+            self._reply = llmapi.Reply()
+        self.api.event(ev, self._reply)
+        self.usage = self._reply.usage
 
     def _event(self, raw: bytes, now: int) -> None:
         # Cheap byte checks first: only events that may carry usage are JSON-decoded, so the
-        # per-token cost stays small at high request rates. (`body` made every line ending \n.)
+        # per-token cost stays small at high request rates. (The framer made every line ending \n.)
         if raw.startswith(b"data: ") and b"\n" not in raw:
-            payload = raw[6:].lstrip(b" ")  # one data line: every event vLLM sends
+            data = raw[6:]  # one data line: every event vLLM's chat and completions send
         else:
-            if b"data:" not in raw:
+            data = llmapi.event_fields(raw)[1]
+            if not data:
                 return
-            payload = b"\n".join(line[5:].lstrip(b" ") for line in raw.split(b"\n") if line.startswith(b"data:"))
-        if not payload or payload == b"[DONE]":
-            return
-        if _TOKEN.search(payload):
+        if self.api.carries_output(data):
             self.token_ns.append(now)
-        if b'"usage"' in payload and b'"usage":null' not in payload and _USAGE_NULL.search(payload) is None:
-            self._usage(payload)
+        if b'"usage"' in data and _USAGE_RE.search(data) is not None:
+            self._usage(data)
 
     def finish(self, now: int, error: str | None = None) -> None:
         if self.end_ns:
@@ -127,10 +128,13 @@ class Exchange:
         if not self.sse and self._body:
             try:
                 obj = json.loads(bytes(self._body))
-                if isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
-                    self.usage = obj["usage"]
             except ValueError:
-                pass
+                obj = None
+            if isinstance(obj, dict):
+                api = llmapi.api_for_request(self.data)
+                r = llmapi.Reply()
+                (api if api is not llmapi.HTTP else llmapi.CHAT).reply(obj, r)
+                self.usage = r.usage
         self._body = bytearray()
         self.done_cb(self)
 
@@ -325,7 +329,7 @@ class HttpConnection(asyncio.Protocol):
             elif k == b"transfer-encoding" and b"chunked" in v.lower():
                 chunked = True
             elif k == b"content-type" and v.lower().startswith(b"text/event-stream"):
-                ex.sse = True
+                ex.start_stream()
             elif k == b"connection" and v.lower() == b"close":
                 self.keep_alive = False
         self.head = b""

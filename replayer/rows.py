@@ -7,7 +7,7 @@ without any computation (marshal-able; batches of them are marshalled later, in 
     (i, sent_ns, first_byte_ns, end_ns, status, error, token_ns, usage, cap_delay_ns)
 
 `i` indexes the plan; times are CLOCK_MONOTONIC ns (0 = never); `usage` is the usage object the
-server reported (a dict of JSON values) or None. The columns that do not depend on
+server reported (a dict of JSON values, of the request's API: see llmapi.usage_counts) or None. The columns that do not depend on
 the run (request id, target, route, kind, model, ...) come from `static_columns(plan)`, sent once
 before the start.
 """
@@ -15,7 +15,8 @@ before the start.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+
+from shadowreplay.llmapi import usage_counts
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -45,18 +46,6 @@ def static_columns(plan) -> dict[str, list]:
     }
 
 
-def usage_tokens(usage: dict | None) -> tuple[int | None, int | None, int | None]:
-    """(prompt, completion, cached) tokens from an OpenAI-style usage object."""
-    usage = usage or {}
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")), _int(cached)
-
-
-def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, (int, float)) else None
-
-
 def _wall(ns: int, delta: int) -> dt.datetime | None:
     if not ns:
         return None
@@ -70,7 +59,7 @@ def columns(static: dict[str, list], rows: list[Row], start_ns: int, wall_minus_
     targets, routes, tidx, offs = static["targets"], static["route_names"], static["target_idx"], static["offsets_ns"]
     for i, sent, first, end, status, error, toks, usage, cap_ns in rows:
         sched_ns = start_ns + offs[i]
-        pt, ct, cached = usage_tokens(usage)
+        pt, ct, cached = usage_counts(usage)
         toks = toks or []
         cols["request_id"].append(static["request_id"][i])
         cols["target"].append(targets[tidx[i]])

@@ -26,7 +26,7 @@ REPLAY_RESULTS = "replay_results"
 ENGINE_METRICS = "engine_metrics"
 TABLES = (REQUESTS, REPLAY_RESULTS, ENGINE_METRICS)
 
-KINDS = ("chat", "completion", "embedding", "grpc", "http")
+KINDS = ("chat", "completion", "embedding", "responses", "messages", "grpc", "http")  # shadowreplay.llmapi defines the LLM ones
 PROTOCOLS = ("http/1.1", "h2", "grpc")
 
 GRPC_MESSAGE = pa.struct(

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from shadowreplay.anonymize import Scrubber
-from shadowreplay.recorder.exchange import HttpExchange, RowOptions, classify, credential, prompt_text
+from shadowreplay import llmapi
+from shadowreplay.recorder.exchange import HttpExchange, RowOptions, credential
 
 KEY = b"unit-test-key-0123456789abcdef"
 EMAIL = "maria.gonzalez@example.org"
@@ -125,16 +126,19 @@ def test_embedding_vectors_not_kept(scrubber):
 
 
 def test_helpers():
-    assert classify("/v1/chat/completions?x=1") == "chat"
-    assert classify("/v1/completions") == "completion"
-    assert classify("/v1/embeddings") == "embedding"
-    assert classify("/health") == "http"
+    kind = lambda p: llmapi.api_for_path(p).kind  # noqa: E731
+    assert kind("/v1/chat/completions?x=1") == "chat"
+    assert kind("/v1/completions") == "completion"
+    assert kind("/v1/embeddings") == "embedding"
+    assert kind("/v1/responses/") == "responses" and kind("/v1/messages?beta=true") == "messages"
+    assert kind("/v1/responses/resp_1") == "http" and kind("/v1/messages/count_tokens") == "http"
+    assert kind("/health") == "http"
     assert credential([("Authorization", "Bearer abc")]) == "abc"
     assert credential([("X-Api-Key", "k")]) == "k"
     assert credential([]) is None
     msgs = {"messages": [{"content": "a"}, {"content": [{"type": "text", "text": "b"}, {"type": "image_url"}]}]}
-    assert prompt_text("chat", msgs) == "ab"
-    assert prompt_text("completion", {"prompt": [1, 2, 3]}) is None
+    assert llmapi.prompt_text(llmapi.CHAT, msgs) == "ab"
+    assert llmapi.prompt_text(llmapi.COMPLETION, {"prompt": [1, 2, 3]}) is None
 
 
 def test_a_gzip_bomb_request_body_is_recorded_as_an_error(scrubber):

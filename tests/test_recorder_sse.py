@@ -1,4 +1,4 @@
-"""Pure SSE / OpenAI stream parsing (recorder.sse)."""
+"""Content decoding of recorded streams (recorder.sse) and the event streams read from it (llmapi)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import zlib
 
 import pytest
 
-from shadowreplay.recorder.sse import SseParser, StreamDecoder, decode_body, gaps_ms, summarize_openai_stream
+from shadowreplay.llmapi import CHAT, COMPLETION, SseFramer, StreamReader, event_fields, iter_events
+from shadowreplay.recorder.sse import StreamDecoder, decode_body, gaps_ms
 
 
 def _chat_stream(words: list[str], usage: bool = True) -> bytes:
@@ -29,74 +30,75 @@ def _chat_stream(words: list[str], usage: bool = True) -> bytes:
     return b"".join(f"data: {json.dumps(o)}\n\n".encode() for o in out) + b"data: [DONE]\n\n"
 
 
-def _feed_split(data: bytes, cuts: list[int]) -> list:
-    p = SseParser()
-    events = []
+def _events(data: bytes, cuts: list[int]) -> list[tuple[bytes | None, bytes | None]]:
+    """(event name, data) of every event, the bytes split at `cuts`."""
+    f = SseFramer()
+    out = []
     prev = 0
-    for i, c in enumerate(sorted(cuts) + [len(data)]):
-        events += p.feed(data[prev:c], float(i))
+    for c in sorted(cuts) + [len(data)]:
+        out += [event_fields(raw) for raw in iter_events(f.feed(data[prev:c]))]
         prev = c
-    events += p.close(99.0)
-    return events
+    return out + [event_fields(raw) for raw in iter_events(f.close())]
+
+
+def _read(parts: list[tuple[float, bytes]], api=CHAT) -> StreamReader:
+    r = StreamReader(api)
+    for t, p in parts:
+        r.feed(p, t)
+    r.close(99.0)
+    return r
 
 
 def test_events_are_the_same_for_any_chunking():
     data = _chat_stream(["Hel", "lo", " wörld"])
-    whole = [e.data for e in _feed_split(data, [])]
+    whole = [d for _, d in _events(data, [])]
     rng = random.Random(7)
     for _ in range(200):
         cuts = rng.sample(range(1, len(data)), k=rng.randint(1, 12))
-        assert [e.data for e in _feed_split(data, cuts)] == whole
-    assert len(whole) == 5 and whole[-1] == "[DONE]"
+        assert [d for _, d in _events(data, cuts)] == whole
+    assert len(whole) == 5 and whole[-1] == b"[DONE]"
 
 
 def test_crlf_cr_comments_multiline_and_event_names():
-    p = SseParser()
-    evs = p.feed(b": keep-alive\r\nevent: x\r\ndata: a\r\ndata: b\r", 1.0)
-    assert evs == []
-    evs = p.feed(b"\n\r\ndata: c\r\rdata:d", 2.0)  # CRLF split across chunks
-    assert [(e.data, e.event, e.t) for e in evs] == [("a\nb", "x", 2.0), ("c", None, 2.0)]
-    assert [(e.data, e.t) for e in p.close(3.0)] == [("d", 3.0)]
+    f = SseFramer()
+    assert f.feed(b": keep-alive\r\nevent: x\r\ndata: a\r\ndata: b\r") == b""
+    block = f.feed(b"\n\r\ndata: c\r\rdata:d")  # CRLF split across chunks
+    assert [event_fields(r) for r in iter_events(block)] == [(b"x", b"a\nb"), (None, b"c")]
+    assert [event_fields(r) for r in iter_events(f.close())] == [(None, b"d")]
 
 
 def test_event_time_is_the_chunk_that_completed_it():
-    p = SseParser()
-    assert p.feed(b'data: {"a":', 1.0) == []
-    evs = p.feed(b" 1}\n\n", 2.5)
-    assert [(e.data, e.t) for e in evs] == [('{"a": 1}', 2.5)]
+    r = _read([(1.0, b'data: {"choices":[{"index":0,"text":'), (2.5, b' "x"}]}\n\n')])
+    assert r.token_times == [2.5] and r.first_data_t == 2.5
 
 
 def test_invalid_utf8_is_flagged_not_raised():
-    p = SseParser()
-    evs = p.feed(b"data: \xff\xfe ok\n\n", 1.0)
-    assert p.invalid_utf8 and evs[0].data.endswith(" ok")
+    r = _read([(1.0, b'data: {"choices":[{"index":0,"text":"\xff\xfe ok"}]}\n\n')])
+    assert r.invalid_utf8 and "".join(r.reply.text).endswith(" ok")
 
 
 def test_summary_chat_text_usage_finish_and_token_times():
     data = _chat_stream(["Hel", "lo", " there"])
-    p = SseParser()
-    events = []
     # one event per chunk, at t = 10, 11, 12, ...
-    for i, part in enumerate(data.split(b"\n\n")[:-1]):
-        events += p.feed(part + b"\n\n", 10.0 + i)
-    s = summarize_openai_stream(events)
-    assert s.text == "Hello there"
+    r = _read([(10.0 + i, part + b"\n\n") for i, part in enumerate(data.split(b"\n\n")[:-1])])
+    s = r.reply
+    assert "".join(s.text) == "Hello there"
     assert s.finish_reason == "stop"
-    assert (s.prompt_tokens, s.completion_tokens, s.cached_tokens) == (11, 3, 4)
-    assert s.done and s.data_events == 4  # 3 tokens + usage chunk, [DONE] excluded
-    assert s.token_times == [10.0, 11.0, 12.0]
-    assert gaps_ms(s.token_times) == [1000.0, 1000.0]
+    assert s.counts() == (11, 3, 4)
+    assert s.done and r.data_events == 4  # 3 tokens + usage chunk, [DONE] excluded
+    assert r.token_times == [10.0, 11.0, 12.0]
+    assert gaps_ms(r.token_times) == [1000.0, 1000.0]
 
 
 def test_summary_completion_and_role_only_first_chunk():
-    evs = []
-    p = SseParser()
-    evs += p.feed(b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n', 1.0)
-    evs += p.feed(b'data: {"choices":[{"index":0,"text":"abc","finish_reason":"length"}]}\n\n', 2.0)
-    evs += p.feed(b"data: not json\n\n", 3.0)
-    s = summarize_openai_stream(evs)
-    assert s.text == "abc" and s.token_times == [2.0] and s.first_data_t == 1.0
-    assert s.malformed_events == 1 and not s.done and s.finish_reason == "length"
+    r = _read([
+        (1.0, b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'),
+        (2.0, b'data: {"choices":[{"index":0,"text":"abc","finish_reason":"length"}]}\n\n'),
+        (3.0, b"data: not json\n\n"),
+    ], COMPLETION)
+    s = r.reply
+    assert "".join(s.text) == "abc" and r.token_times == [2.0] and r.first_data_t == 1.0
+    assert r.malformed_events == 1 and not s.done and s.finish_reason == "length"
 
 
 @pytest.mark.parametrize("enc", ["gzip", "deflate", "br", "zstd"])
@@ -120,12 +122,9 @@ def test_stream_decoder_keeps_chunk_boundaries(enc):
         c = zstd.ZstdCompressor()
         comp = [c.compress(x + b"\n\n", mode=zstd.ZstdCompressor.FLUSH_BLOCK) for x in parts]
     d = StreamDecoder(enc)
-    p = SseParser()
-    evs = []
-    for i, chunk in enumerate(comp):
-        evs += p.feed(d.decode(chunk), float(i))
-    assert [e.t for e in evs] == [float(i) for i in range(len(parts))]
-    assert summarize_openai_stream(evs).text == "abc"
+    r = _read([(float(i), d.decode(chunk)) for i, chunk in enumerate(comp)])
+    assert r.token_times == [0.0, 1.0, 2.0] and r.last_data_t == 3.0  # the usage event
+    assert "".join(r.reply.text) == "abc"
 
 
 def test_decode_body_errors_do_not_echo_the_body():

@@ -33,7 +33,7 @@ def stream(events: list, *, sep: bytes = b"\n", space: bytes = b" ", split_lines
 def feed(data: bytes, chunk: int | None) -> Exchange:
     done: list[Exchange] = []
     ex = Exchange(0, b"", done.append)
-    ex.sse = True
+    ex.start_stream()
     pieces = [data] if chunk is None else [data[i : i + chunk] for i in range(0, len(data), chunk)]
     for t, p in enumerate(pieces, start=1):
         ex.body(p, t)
@@ -98,9 +98,10 @@ def test_events_read_at_once_count_as_one_by_one(seed, space):
     events = [rnd.choice(VLLM_EVENTS) for _ in range(rnd.randint(1, 12))]
     block = stream(events, space=space)
     whole = Exchange(0, b"", lambda ex: None)
-    whole.sse = True
+    whole.start_stream()
     whole.body(block, 5)
     one_by_one = Exchange(1, b"", lambda ex: None)
+    one_by_one.start_stream()
     for raw in block.split(b"\n\n")[:-1]:
         one_by_one._event(raw, 5)
     assert whole.token_ns == one_by_one.token_ns

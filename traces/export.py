@@ -125,7 +125,7 @@ def run_export(o: ExportOptions, report: Report | None = None) -> Report:
                 text = None
                 if compute or r["prompt_tokens"] is None:
                     try:
-                        text = prompt_text(json.loads(r["request_body"])) if r["request_body"] else None
+                        text = prompt_text(json.loads(r["request_body"]), r["kind"]) if r["request_body"] else None
                     except ValueError:
                         text = None
                     if text is None:

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shadowreplay import llmapi
 from shadowreplay.dataset import parquet_files, write_table
 from shadowreplay.errors import ConfigError
 from shadowreplay.schema import REQUESTS, TS
@@ -296,8 +297,8 @@ def build_table(c: Chunk, o: ImportOptions, stem: str, synth: Synthesizer | None
     else:
         kinds = None
         cols["kind"] = _const("chat" if o.chat else "completion", n)
-    chat_path, comp_path = "/v1/chat/completions", "/v1/completions"
-    cols["path"] = (pa.array([chat_path if k == "chat" else comp_path for k in kinds]) if kinds is not None
+    chat_path, comp_path = llmapi.CHAT.default_path, llmapi.COMPLETION.default_path
+    cols["path"] = (pa.array([llmapi.api_for_kind(k).default_path or comp_path for k in kinds]) if kinds is not None
                     else _const(chat_path if o.chat else comp_path, n))
     models = [o.model] * n if o.model else (c.model if c.model is not None else None)
     if models is not None:
@@ -315,7 +316,7 @@ def build_table(c: Chunk, o: ImportOptions, stem: str, synth: Synthesizer | None
                 obj["model"] = o.model
                 b = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
             bodies.append(b)
-            texts.append(openai_jsonl.prompt_text(obj))
+            texts.append(openai_jsonl.prompt_text(obj, kinds[i] if kinds is not None else None))
             streams.append(bool(obj.get("stream", False)))
         cols["request_body"] = pa.array(bodies, type=pa.string())
         cols["stream"] = pa.array(streams, type=pa.bool_())

@@ -4,10 +4,13 @@
             "prompt_tokens": optional, "completion_tokens": optional}
 - flat:    {...the body..., "timestamp": T}  (the timestamp key is removed from the body)
 
-T is Unix seconds (int or float) or an ISO-8601 string (UTC when it has no offset). A body with
-"messages" is a chat request, one with "prompt" a completion. prompt_tokens comes from the record
-or, failing that, is counted with --tokenizer (the prompt or the messages' text contents joined);
-completion_tokens from the record, else the body's max_completion_tokens / max_tokens."""
+T is Unix seconds (int or float) or an ISO-8601 string (UTC when it has no offset). The API
+(shadowreplay.llmapi) comes from "path" when given, else from the body: "messages" is chat (or
+Anthropic Messages when it has max_tokens and system/stop_sequences), "prompt" a completion,
+"input" with instructions, max_output_tokens or input items a Responses request. prompt_tokens
+comes from the record or, failing that, is counted with --tokenizer (the prompt's text pieces
+joined); completion_tokens from the record, else the body's output limit (max_completion_tokens /
+max_tokens / max_output_tokens)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+
+from shadowreplay import llmapi
 
 from .base import Chunk, Report
 from .jsonl import records
@@ -42,20 +47,11 @@ def parse_ts(v) -> int | None:
     return None
 
 
-def prompt_text(body: dict) -> str:
-    if "messages" in body:
-        parts = []
-        for m in body.get("messages") or []:
-            c = m.get("content") if isinstance(m, dict) else None
-            if isinstance(c, str):
-                parts.append(c)
-            elif isinstance(c, list):
-                parts.extend(p.get("text", "") for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
-        return "\n".join(parts)
-    p = body.get("prompt")
-    if isinstance(p, list):
-        return "".join(x for x in p if isinstance(x, str))
-    return p if isinstance(p, str) else ""
+def prompt_text(body: dict, kind: str | None = None) -> str:
+    """The prompt's text pieces joined by newlines (what is tokenized), for the body's API
+    (shadowreplay.llmapi; told from the body when kind is None); "" when it has none."""
+    api = llmapi.api_for_kind(kind) if kind else llmapi.api_for_body(body)
+    return llmapi.prompt_text(api, body, "\n") or ""
 
 
 def read(path: Path, report: Report, *, tokenizer=None, **_) -> Iterator[Chunk]:
@@ -86,17 +82,19 @@ def read(path: Path, report: Report, *, tokenizer=None, **_) -> Iterator[Chunk]:
         if ts is None:
             report.warn("unparseable", f"{path.name}:{lineno}: skipped, missing or unparseable timestamp {meta.get('timestamp')!r}")
             continue
-        if "messages" in body:
-            kind = "chat"
-        elif "prompt" in body:
-            kind = "completion"
-        else:
-            report.warn("unparseable", f"{path.name}:{lineno}: skipped, body has neither messages nor prompt")
+        rec_path = meta.get("path") if meta is not body else None
+        api = llmapi.api_for_path(rec_path) if isinstance(rec_path, str) else llmapi.HTTP
+        if api.kind not in llmapi.GENERATIVE_KINDS:
+            api = llmapi.api_for_body(body)
+        if api.kind not in llmapi.GENERATIVE_KINDS:
+            report.warn("unparseable", f"{path.name}:{lineno}: skipped, not a chat, completions, Responses or "
+                                       "Messages body (no messages, prompt or input)")
             continue
+        kind = api.kind
         pt = meta.get("prompt_tokens") if meta is not body else None
         ct = meta.get("completion_tokens") if meta is not body else None
         if ct is None:
-            ct = body.get("max_completion_tokens", body.get("max_tokens"))
+            ct = api.output_limit(body)
         cols["row"].append(lineno)
         cols["ts"].append(ts)
         cols["pt"].append(pt if isinstance(pt, int) else None)
@@ -106,7 +104,7 @@ def read(path: Path, report: Report, *, tokenizer=None, **_) -> Iterator[Chunk]:
         cols["kind"].append(kind)
         rid = meta.get("id") if meta is not body else None
         cols["id"].append(str(rid) if rid is not None else None)
-        cols["text"].append(prompt_text(body))
+        cols["text"].append(prompt_text(body, kind))
         if len(cols["row"]) >= BATCH:
             yield flush()
     if cols["row"]:

@@ -1,6 +1,7 @@
 -- Requests to export, in time order: microsecond timestamps, lengths, kept hash_ids and bodies.
 SELECT
     request_id,
+    kind,
     epoch_us(ts_start) AS ts_us,
     prompt_tokens,
     coalesce(completion_tokens, max_tokens) AS output_tokens,
