@@ -1,10 +1,13 @@
 """`shadowreplay analyze anomalies`: periodic tail-latency anomalies and who causes them.
 
-Time is folded onto a period (a week of hours by default). Each (period, slot) cell gets its TP99
-latency and mean prompt length; a cell is anomalous when its TP99 is at least `tp99_ratio` times
-the median cell (and, if asked, its mean prompt `prompt_ratio` times the median). A slot is
-reported when it is anomalous in at least `min_periods` periods and in at least `min_share` of the
-periods it was seen in, so one bad hour (or two noisy cells out of thirty) is not a pattern.
+Time is folded onto a period (a week of hours by default). Each (period, slot) cell gets the TP99
+of each latency (TTFT, E2E, ITL: all judged by default) and its mean prompt length. A cell stands
+out on a metric when the robust z-score of its log TP99 over all the fold's cells is at least
+`min_z` and its TP99 at least `tp99_ratio` times the median cell's (and, if asked, its mean prompt
+`prompt_ratio` times the median). A slot is reported when it stands out in at least `min_periods`
+periods and in at least `min_share` of the periods it was seen in, so one bad hour (or two noisy
+cells out of thirty) is not a pattern; with how strong (z, ratio), how consistent (periods), the
+metric that moved most and the clients whose traffic explains it.
 The SQL is in analysis/sql/{fold,anomalies,anomaly_clients,engine_windows,engine_slots}.sql."""
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import duckdb
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
-from .session import Sources, has_column_data, materialize, query
+from .session import Sources, has_column_data, materialize, query, tpot_column
 from .units import format_duration
 
 DAY = 86400
 WEEK = 7 * DAY
 MONDAY_S = 4 * DAY  # 1970-01-05, the first Monday after the epoch
+METRICS = ("ttft", "e2e", "itl")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -31,8 +35,9 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 class AnomalyParams:
     period_s: float = WEEK
     bucket_s: float = 3600.0
-    metric: str = "e2e"  # or "ttft"
-    tp99_ratio: float = 2.0
+    metric: str = "all"  # or one of METRICS
+    tp99_ratio: float = 1.5
+    min_z: float = 3.5
     prompt_ratio: float | None = None  # also require mean prompt >= this x typical
     min_periods: int = 2
     min_share: float = 0.5  # and in at least this share of the periods that slot was seen in
@@ -75,7 +80,8 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
     # who = client, else route: folded once here so only one string column is kept in memory.
-    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", "prompt_len", "failed", "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
+    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", tpot_column(con), "prompt_len", "failed",
+                          "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
     res["requests"] = n
     if n == 0:
         res["notes"] = [f"{table} holds no rows"]
@@ -86,18 +92,24 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     if table == REPLAY_RESULTS:
         notes.append("folded on the recording's clock (each request at its recorded ts_start)" if res["fold_clock"] == "recording"
                      else "no recording found for this replay (no manifest.json recording, none given): folded on the replay's own clock (scheduled_at)")
-    metric = p.metric
-    if metric == "ttft" and not has_column_data(con, "ttft_ms"):
-        notes.append("no TTFT recorded (not streamed): using e2e latency instead")
-        metric = "e2e"
     if not has_column_data(con, "e2e_ms"):
         res["notes"] = notes + ["no latency recorded (e2e_ms empty): nothing to fold"]
         return res
+    have_ttft = has_column_data(con, "ttft_ms")
+    metrics = list(METRICS) if p.metric == "all" else [p.metric]
+    if "ttft" in metrics and not have_ttft:
+        notes.append("no TTFT recorded (not streamed): " + ("judged on E2E and ITL" if p.metric == "all" else "using e2e latency instead"))
+        metrics = [m for m in metrics if m != "ttft"] or ["e2e"]
+    if "itl" in metrics and not has_column_data(con, "tpot_ms"):
+        if p.metric != "all":
+            notes.append("no inter-token latency (no TTFT or completion tokens): using e2e latency instead")
+        metrics = [m for m in metrics if m != "itl"] or ["e2e"]
+    metric = metrics[0] if len(metrics) == 1 else ("ttft" if have_ttft else "e2e")  # the heatmap's
     if not has_column_data(con, "prompt_len"):
         notes.append("no prompt lengths (prompt_tokens/prompt_chars empty): prompt ratios unknown")
     params = {
         "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
-        "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
+        "metrics": metrics, "min_z": p.min_z, "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
         "min_periods": p.min_periods, "min_share": p.min_share, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
     }
     shape = query(con, "fold", params)[0]
@@ -128,20 +140,25 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     res["engine"] = engine
     for r in found:
         clients = by_slot.get(r["slot"], [])
+        top = r["metrics"][0]  # the metric that moved most
         res["anomalies"].append(
             {
                 "slot": r["slot"],
                 "label": slot_label(r["slot"], p.period_s, p.bucket_s),
-                "periods_seen": r["periods_seen"],
-                "periods_anomalous": r["periods_anomalous"],
+                "metric": top["metric"],
+                "z": top["z"],
+                "periods_seen": top["periods_seen"],
+                "periods_anomalous": top["periods_anomalous"],
+                "consistency": top["periods_anomalous"] / top["periods_seen"] if top["periods_seen"] else None,
                 "anomalous_periods": r["anomalous_periods"],
                 "anomalous_period_starts": [
                     dt.datetime.fromtimestamp(k * p.period_s + p.origin_s, tz=dt.timezone.utc).isoformat() for k in r["anomalous_periods"]
                 ],
-                "tp99_ratio": r["tp99_ratio"],
+                "tp99_ratio": top["tp99_ratio"],
                 "prompt_ratio": r["prompt_ratio"],
-                "tp99_ms": r["tp99_ms"],
-                "typical_tp99_ms": r["typical_tp99_ms"],
+                "tp99_ms": top["tp99_ms"],
+                "typical_tp99_ms": top["typical_tp99_ms"],
+                "metrics": r["metrics"],
                 "mean_prompt": r["mean_prompt"],
                 "typical_prompt": r["typical_prompt"],
                 "requests": r["requests"],
@@ -151,6 +168,7 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
             }
         )
     res["metric"] = metric
+    res["metrics"] = metrics
     res["notes"] = notes
     return res
 
@@ -174,8 +192,8 @@ def render(res: dict[str, Any]) -> str:
     out = [
         f"{res['table']}: {res['requests']:,} requests from {res['sources']}",
         f"fold: period {format_duration(p['period_s'])}, bucket {format_duration(p['bucket_s'])}, "
-        f"{res.get('periods', 0)} periods seen; latency {res.get('metric', p['metric'])}; a cell is anomalous when "
-        f"TP99 >= {p['tp99_ratio']:g}x the median cell"
+        f"{res.get('periods', 0)} periods seen; latency {'/'.join(m.upper() for m in res.get('metrics', [p['metric']]))}; "
+        f"a cell stands out when its TP99 has a robust z >= {p['min_z']:g} and is >= {p['tp99_ratio']:g}x the median cell"
         + (f" and mean prompt >= {p['prompt_ratio']:g}x" if p["prompt_ratio"] else "")
         + f" (cells of >= {p['min_requests']} requests); reported when anomalous in >= {p['min_periods']} periods"
         + f" and >= {100 * p['min_share']:g}% of the periods seen",
@@ -188,9 +206,10 @@ def render(res: dict[str, Any]) -> str:
         rows = []
         for a in an:
             who = ", ".join(f"{c['who']} ({fmt.pct(c['long_share'])} of long prompts)" if c["long_prompts"] else f"{c['who']} ({fmt.pct(c['request_share'])} of requests)" for c in a["explained_by"]) or "-"
-            rows.append([a["label"], f"{a['periods_anomalous']}/{a['periods_seen']}", f"{a['tp99_ratio']:.1f}x",
-                         "-" if a["prompt_ratio"] is None else f"{a['prompt_ratio']:.1f}x", fmt.cell(a["tp99_ms"], 0), fmt.cell(a["typical_tp99_ms"], 0), who])
-        out += ["", fmt.table(["slot", "periods", "TP99 ratio", "prompt ratio", "TP99 ms", "typical ms", "explained by"], rows, "Periodic anomalies")]
+            also = ", ".join(f"{m['metric'].upper()} {m['tp99_ratio']:.1f}x" for m in a["metrics"][1:]) or "-"
+            rows.append([a["label"], a["metric"].upper(), f"{a['periods_anomalous']}/{a['periods_seen']}", f"{a['tp99_ratio']:.1f}x", f"{a['z']:.1f}",
+                         "-" if a["prompt_ratio"] is None else f"{a['prompt_ratio']:.1f}x", fmt.cell(a["tp99_ms"], 0), fmt.cell(a["typical_tp99_ms"], 0), also, who])
+        out += ["", fmt.table(["slot", "moved most", "periods", "TP99 ratio", "z", "prompt ratio", "TP99 ms", "typical ms", "also", "explained by"], rows, "Periodic anomalies")]
         for a in an:
             if a["clients"]:
                 crow = [[c["who"], c["requests"], c["long_prompts"], fmt.pct(c["long_share"]), fmt.pct(c["request_share"]), fmt.pct(c["share_elsewhere"]), fmt.cell(c["mean_prompt"], 0)] for c in a["clients"][:6]]

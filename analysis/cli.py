@@ -94,8 +94,11 @@ def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str,
     defaults; `report` alone may leave the fold to `auto`)."""
     p.add_argument("--period", default=period, help=period_help or f"{prefix}period to fold onto (default {period}; units ms s m h d w)")
     p.add_argument("--bucket", default=bucket, help=bucket_help or f"{prefix}slot size within the period (default {bucket})")
-    p.add_argument("--metric", choices=("e2e", "ttft"), default="e2e", help=f"{prefix}latency judged (default e2e)")
-    p.add_argument("--tp99-ratio", type=float, default=2.0, help=f"{prefix}TP99 / typical TP99 that flags a cell (default 2)")
+    p.add_argument("--metric", choices=("all", "ttft", "e2e", "itl"), default="all",
+                   help=f"{prefix}latency judged (default all: TTFT, E2E and ITL together)")
+    p.add_argument("--min-z", type=float, default=3.5,
+                   help=f"{prefix}robust z-score of a cell's log TP99 (distance from the median cell in MADs) that flags it (default 3.5)")
+    p.add_argument("--tp99-ratio", type=float, default=1.5, help=f"{prefix}...and its TP99 / the median cell's (default 1.5)")
     p.add_argument("--prompt-ratio", type=float, default=None, help=f"{prefix}also require mean prompt / typical >= this")
     p.add_argument("--min-periods", type=int, default=2, help=f"{prefix}periods a slot must be anomalous in (default 2)")
     p.add_argument("--min-share", type=float, default=0.5, help=f"{prefix}...and in at least this share of the periods seen (default 0.5)")
@@ -123,7 +126,7 @@ def _anomaly_params(args, allow_auto: bool = False):
     if args.min_periods < 1:
         raise ConfigError("--min-periods must be at least 1")
     return AnomalyParams(
-        period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, prompt_ratio=args.prompt_ratio,
+        period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, min_z=args.min_z, prompt_ratio=args.prompt_ratio,
         min_periods=args.min_periods, min_share=args.min_share, min_requests=args.min_requests, long_factor=args.long_factor,
         corr_window_s=parse_duration_s(args.corr_window),
     )

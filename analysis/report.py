@@ -156,8 +156,8 @@ def _anomaly_section(an) -> str:
     rows = an["anomalies"]
     if not rows:
         p = an["params"]
-        body = ('<p class="ok">No periodic anomalies: no slot had a ' + f"{_metric_name(an)} TP99 at least {p['tp99_ratio']:g}x the typical slot "
-                f"in {p['min_periods']}+ periods (cells of {p['min_requests']}+ requests judged).</p>")
+        body = ('<p class="ok">No periodic anomalies: no slot had a ' + f"{_metrics_named(an)} TP99 with a robust z of {p['min_z']:g}+ and at least "
+                f"{p['tp99_ratio']:g}x the typical cell in {p['min_periods']}+ periods (cells of {p['min_requests']}+ requests judged).</p>")
     else:
         trs = []
         for a in rows:
@@ -167,10 +167,10 @@ def _anomaly_section(an) -> str:
                 e = a["engine"]
                 eng = f"running {fmt.cell(e['running'])} vs {fmt.cell(e['running_overall'])}, waiting {fmt.cell(e['waiting'])} vs {fmt.cell(e['waiting_overall'])}"
             pr = "-" if a["prompt_ratio"] is None else f"{a['prompt_ratio']:.1f}x"
-            trs.append(f"<tr><td class='slot'>{html.escape(a['label'])}</td><td>{a['periods_anomalous']}/{a['periods_seen']}</td>"
-                       f"<td class='bad'>{a['tp99_ratio']:.1f}x</td><td>{pr}</td>"
+            trs.append(f"<tr><td class='slot'>{html.escape(a['label'])}</td><td>{a['metric'].upper()}</td><td>{a['periods_anomalous']}/{a['periods_seen']}</td>"
+                       f"<td class='bad'>{a['tp99_ratio']:.1f}x</td><td>{a['z']:.1f}</td><td>{pr}</td>"
                        f"<td>{fmt.cell(a['tp99_ms'], 0)} ms</td><td>{fmt.cell(a['typical_tp99_ms'], 0)} ms</td><td>{who}</td><td>{eng or '-'}</td></tr>")
-        body = ("<table><thead><tr><th>slot</th><th>periods</th><th>TP99 ratio</th><th>prompt ratio</th><th>TP99</th><th>typical TP99</th><th>explained by</th><th>engine</th></tr></thead><tbody>"
+        body = ("<table><thead><tr><th>slot</th><th>moved most</th><th>periods</th><th>TP99 ratio</th><th>z</th><th>prompt ratio</th><th>TP99</th><th>typical TP99</th><th>explained by</th><th>engine</th></tr></thead><tbody>"
                 + "".join(trs) + "</tbody></table>")
     e = an.get("engine")
     if e:
@@ -179,16 +179,16 @@ def _anomaly_section(an) -> str:
     p = an["params"]
     prompt = "" if p["prompt_ratio"] is None else f" with a mean prompt {p['prompt_ratio']:g}x the typical one or more"
     clock = " Folded on the recording's clock (each replayed request at its recorded start)." if an.get("fold_clock") == "recording" else ""
-    sub = (f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}, {_metric_name(an)} latency, cells of {p['min_requests']}+ requests; "
-           f"a slot is listed when its TP99 was at least {p['tp99_ratio']:g}x the typical slot{prompt} in {p['min_periods']}+ periods "
+    sub = (f"Fold {format_duration(p['period_s'])} / {format_duration(p['bucket_s'])}, {_metrics_named(an)} latency, cells of {p['min_requests']}+ requests; "
+           f"a slot is listed when its TP99 had a robust z of {p['min_z']:g}+ and was at least {p['tp99_ratio']:g}x the typical cell{prompt} in {p['min_periods']}+ periods "
            f"and {100 * p['min_share']:g}% of the periods seen (the options and result of `analyze anomalies`).{clock}")
     # The result as `analyze anomalies --json` prints it, for tools (inert data, nothing runs or loads).
     data = fmt.to_json(an).replace("</", "<\\/")
     return _section("Periodic anomalies", sub, body) + f'<script type="application/json" id="anomalies-json">{data}</script>'
 
 
-def _metric_name(an) -> str:
-    return "TTFT" if an.get("metric", an["params"]["metric"]) == "ttft" else "E2E"
+def _metrics_named(an) -> str:
+    return "/".join(m.upper() for m in an.get("metrics") or [an["params"]["metric"]])
 
 
 def _clients_section(summ) -> str:

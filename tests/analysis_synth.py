@@ -34,6 +34,11 @@ class PlantedAnomaly:
     prompt_factor: float = 4.0  # batch prompts vs the normal mean prompt
     latency_factor: float = 3.0  # everyone's latency in the slot is multiplied by this
     periods: tuple[int, ...] | None = None  # which periods (0-based); None = all
+    # One latency alone instead (each None = latency_factor): TTFT, the gaps between tokens, and
+    # the output length of everyone in the slot (which moves E2E alone).
+    ttft_factor: float | None = None
+    itl_factor: float | None = None
+    completion_factor: float = 1.0
 
 
 @dataclass
@@ -91,18 +96,22 @@ def make_requests(spec: SynthSpec) -> pa.Table:
     order = np.argsort(off, kind="stable")
     off, client_idx, prompt = off[order], client_idx[order], prompt[order]
     prompt_tokens = np.maximum(prompt.round(), 1).astype(np.int32)
-    completion = np.maximum(_lognormal(rng, spec.completion_mean, 0.5, n).round(), 2).astype(np.int32)
+    completion = _lognormal(rng, spec.completion_mean, 0.5, n)
     slow = np.ones(n)
+    slow_itl = np.ones(n)
     if a is not None:
         pos = np.mod(off, spec.period_s)
         per = np.floor(off / spec.period_s).astype(np.int64)
         in_slot = (pos >= a.offset_s) & (pos < a.offset_s + a.duration_s)
         if a.periods is not None:
             in_slot &= np.isin(per, np.asarray(a.periods))
-        slow[in_slot] = a.latency_factor
+        slow[in_slot] = a.latency_factor if a.ttft_factor is None else a.ttft_factor
+        slow_itl[in_slot] = a.latency_factor if a.itl_factor is None else a.itl_factor
+        completion[in_slot] *= a.completion_factor
+    completion = np.maximum(completion.round(), 2).astype(np.int32)
     noise = _lognormal(rng, 1.0, spec.noise_sigma, n)
     ttft = (spec.ttft_base_ms + spec.ttft_per_token_ms * prompt_tokens) * noise * slow
-    itl_mean = spec.itl_ms * slow * _lognormal(rng, 1.0, 0.1, n)
+    itl_mean = spec.itl_ms * slow_itl * _lognormal(rng, 1.0, 0.1, n)
     e2e = ttft + (completion - 1) * itl_mean
     failed = rng.random(n) < spec.error_rate
     ts_us = start_us + (off * 1e6).astype(np.int64)

@@ -29,20 +29,30 @@ def test_weekly_anomaly_found_with_slot_ratios_and_client(weekly, capsys):
     assert a["explained_by"][0]["long_share"] > 0.7
     assert a["explained_by"][0]["share_elsewhere"] == 0
 
-    # The ratios, recomputed independently from the Parquet with numpy.
-    req = read_table(weekly, "requests", ["ts_start", "e2e_ms", "prompt_tokens"])
+    # Judged on TTFT, E2E and ITL together (all rose 3x; ITL, the least noisy, by the largest z).
+    # The figures, recomputed independently from the Parquet with numpy.
+    assert {m["metric"] for m in a["metrics"]} == {"ttft", "e2e", "itl"}
+    assert a["metric"] == a["metrics"][0]["metric"] and a["z"] == max(m["z"] for m in a["metrics"])
+    req = read_table(weekly, "requests", ["ts_start", "ttft_ms", "e2e_ms", "prompt_tokens"])
     t = req.column("ts_start").cast("int64").to_numpy() / 1e6
-    e2e = req.column("e2e_ms").to_numpy()
     prompt = req.column("prompt_tokens").to_numpy().astype(float)
-    cells = fold_cells_numpy(t, e2e, prompt, 7 * 86400, 3600, MONDAY_S)
-    judged = {k: v for k, v in cells.items() if v[0] >= 10}
-    typ_tp99 = np.median([v[1] for v in judged.values()])
-    typ_prompt = np.median([v[2] for v in judged.values()])
-    mine = [v for k, v in judged.items() if k[1] == a["slot"]]
-    assert a["tp99_ratio"] == pytest.approx(np.median([v[1] for v in mine]) / typ_tp99, rel=1e-6)
-    assert a["prompt_ratio"] == pytest.approx(np.median([v[2] for v in mine]) / typ_prompt, rel=1e-6)
+    for m in (m for m in a["metrics"] if m["metric"] != "itl"):
+        lat = req.column(f"{m['metric']}_ms").to_numpy()
+        cells = fold_cells_numpy(t, lat, prompt, 7 * 86400, 3600, MONDAY_S)
+        judged = {k: v for k, v in cells.items() if v[0] >= 10}
+        logs = np.log([v[1] for v in judged.values()])
+        med = np.median(logs)
+        scale = max(1.4826 * np.median(np.abs(logs - med)), 0.05)
+        mine = [v for k, v in judged.items() if k[1] == a["slot"]]
+        assert m["tp99_ratio"] == pytest.approx(np.median([v[1] for v in mine]) / np.exp(med), rel=1e-6)
+        assert m["z"] == pytest.approx(np.median([(np.log(v[1]) - med) / scale for v in mine]), rel=1e-6)
+        if m["metric"] == "ttft":
+            typ_prompt = np.median([v[2] for v in judged.values()])
+            assert a["prompt_ratio"] == pytest.approx(np.median([v[2] for v in mine]) / typ_prompt, rel=1e-6)
+    assert a["consistency"] == 1.0 and a["z"] > 3.5
     # ...and roughly what was planted: latency x3 (plus the batch's long prompts), prompts ~2x.
-    assert 2.5 < a["tp99_ratio"] < 6
+    e2e = next(m for m in a["metrics"] if m["metric"] == "e2e")
+    assert 2.5 < e2e["tp99_ratio"] < 6
     assert 1.8 < a["prompt_ratio"] < 3.2
 
 
@@ -192,3 +202,66 @@ def test_replayed_request_missing_from_recording_folds_at_the_median_offset(plan
     assert got == pytest.approx(-SHIFT_S, abs=1e-6)
     rec_ok = con.execute("SELECT count(*) FROM lat l WHERE request_id <> 'not-recorded' AND abs(epoch(fold_t) - epoch(t) + ?) > 1e-6", [SHIFT_S]).fetchone()[0]
     assert rec_ok == 0
+
+
+# ---------------------------------------------------------------- the finder on its defaults
+
+
+def test_defaults_find_the_wednesday_batch_that_moves_ttft_far_more_than_e2e(tmp_path, capsys):
+    """The incident as users meet it: one client sends ~4x longer prompts every Wednesday
+    14:00-16:00 UTC; TTFT TP99 rises several-fold, E2E TP99 under 2x. The defaults find both hours
+    and name TTFT and the client."""
+    spec = SynthSpec(periods=3, rate_per_s=0.03, seed=21, anomaly=PlantedAnomaly(
+        duration_s=7200, batch_rate_per_s=0.01, ttft_factor=5.0, itl_factor=1.0))
+    write_recording(tmp_path, spec)
+    res = run_json(capsys, "analyze", "anomalies", tmp_path)
+    assert [a["label"] for a in res["anomalies"]] == sorted(
+        ["Wednesday 14:00-15:00 UTC", "Wednesday 15:00-16:00 UTC"], key=[a["label"] for a in res["anomalies"]].index)
+    for a in res["anomalies"]:
+        assert a["metric"] == "ttft" and a["tp99_ratio"] > 4
+        e2e = [m for m in a["metrics"] if m["metric"] == "e2e"]
+        assert not e2e or e2e[0]["tp99_ratio"] < a["tp99_ratio"]
+        assert a["explained_by"][0]["who"] == "batch-etl"
+    # the old default (E2E alone, 2x) misses it
+    assert run_json(capsys, "analyze", "anomalies", tmp_path, "--metric", "e2e", "--tp99-ratio", "2")["anomalies"] == []
+
+
+@pytest.mark.parametrize(
+    "fold,planted,metric",
+    [
+        ("weekly", dict(ttft_factor=2.5, itl_factor=1.0), "ttft"),
+        ("weekly", dict(ttft_factor=6.0, itl_factor=1.0), "ttft"),
+        ("weekly", dict(ttft_factor=1.0, itl_factor=2.0), "itl"),
+        ("weekly", dict(ttft_factor=1.0, itl_factor=1.0, completion_factor=3.0), "e2e"),
+        ("daily", dict(ttft_factor=2.5, itl_factor=1.0), "ttft"),
+        ("daily", dict(ttft_factor=1.0, itl_factor=4.0), "itl"),
+        ("daily", dict(ttft_factor=1.0, itl_factor=1.0, completion_factor=2.0), "e2e"),
+    ],
+)
+def test_one_metric_rises_alone(tmp_path, capsys, planted, metric, fold):
+    if fold == "weekly":
+        spec = SynthSpec(periods=3, rate_per_s=0.03, seed=31, anomaly=PlantedAnomaly(batch_rate_per_s=0.0, **planted))
+        args, label = (), "Wednesday 14:00-15:00 UTC"
+    else:
+        spec = SynthSpec(periods=5, period_s=86400, rate_per_s=0.03, seed=32,
+                         anomaly=PlantedAnomaly(offset_s=9 * 3600, batch_rate_per_s=0.0, **planted))
+        args, label = ("--period", "1d"), "09:00-10:00 UTC daily"
+    write_recording(tmp_path, spec)
+    res = run_json(capsys, "analyze", "anomalies", tmp_path, *args)
+    assert [a["label"] for a in res["anomalies"]] == [label], res["anomalies"]
+    assert res["anomalies"][0]["metric"] == metric
+
+
+def test_a_rise_below_the_minimum_ratio_is_not_reported(tmp_path, capsys):
+    spec = SynthSpec(periods=3, rate_per_s=0.03, seed=33,
+                     anomaly=PlantedAnomaly(batch_rate_per_s=0.0, latency_factor=1.15))
+    write_recording(tmp_path, spec)
+    assert run_json(capsys, "analyze", "anomalies", tmp_path)["anomalies"] == []
+
+
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_no_findings_on_clean_multi_week_traffic(tmp_path, capsys, seed):
+    write_recording(tmp_path, SynthSpec(periods=4, rate_per_s=0.03, anomaly=None, seed=seed))
+    res = run_json(capsys, "analyze", "anomalies", tmp_path)
+    assert res["periods"] == 4 and res["anomalies"] == []
+    assert res["metrics"] == ["ttft", "e2e", "itl"]

@@ -125,7 +125,7 @@ def test_report_on_a_trace_without_latencies(tmp_path, capsys):
 
 # ---------------------------------------------------------------- the report's anomaly table is `analyze anomalies`
 
-ROW = re.compile(r"<tr><td class='slot'>([^<]*)</td><td>(\d+)/(\d+)</td><td class='bad'>([0-9.]+)x</td>")
+ROW = re.compile(r"<tr><td class='slot'>([^<]*)</td><td>[A-Z0-9]+</td><td>(\d+)/(\d+)</td><td class='bad'>([0-9.]+)x</td>")
 
 
 def report_anomalies(page: str) -> tuple[list[tuple[str, int, int, str]], dict]:

@@ -29,5 +29,5 @@ SELECT
     prefix_key,
     send_lag_ms
 FROM lat_source
-WHERE getvariable('warmup_s') = 0
+WHERE coalesce(getvariable('warmup_s'), 0) = 0
    OR t >= (SELECT min(t) FROM lat_source) + to_microseconds((getvariable('warmup_s') * 1e6)::BIGINT);
