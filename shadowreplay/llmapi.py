@@ -202,6 +202,15 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _k(v: Any) -> Any:
+    """A stream id part from a parsed value: hashable whatever the JSON held."""
+    return v if v is None or isinstance(v, (str, int, float)) else repr(v)[:64]
+
+
 def _str_or_strs(v: Any) -> list[str] | None:
     if isinstance(v, str):
         return [v]
@@ -384,7 +393,7 @@ class _OpenAiChoices(LlmApi):
         for ci, choice in enumerate(choices):
             if not isinstance(choice, dict):
                 continue
-            idx = choice.get("index", ci)
+            idx = _k(choice.get("index", ci))
             if isinstance(choice.get("text"), str):
                 out.append((("text", idx), ("choices", ci, "text")))
             delta = choice.get("delta")
@@ -397,7 +406,7 @@ class _OpenAiChoices(LlmApi):
                     for ti, call in enumerate(calls):
                         fn = call.get("function") if isinstance(call, dict) else None
                         if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-                            tidx = call.get("index", ti)
+                            tidx = _k(call.get("index", ti))
                             out.append((("args", idx, tidx), ("choices", ci, "delta", "tool_calls", ti, "function", "arguments")))
         return out
 
@@ -530,7 +539,7 @@ class ResponsesApi(LlmApi):
         if isinstance(out, list):
             for item in out:
                 if isinstance(item, dict) and item.get("type") == "message":
-                    for part in item.get("content") or []:
+                    for part in _list(item.get("content")):
                         if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str):
                             acc.text.append(part["text"])
 
@@ -539,7 +548,8 @@ class ResponsesApi(LlmApi):
             return []
         typ = chunk.get("type")
         if isinstance(typ, str) and typ.endswith(".delta") and isinstance(chunk.get("delta"), str):
-            return [(("resp", typ, chunk.get("item_id"), chunk.get("output_index"), chunk.get("content_index")), ("delta",))]
+            return [(("resp", typ, _k(chunk.get("item_id")), _k(chunk.get("output_index")), _k(chunk.get("content_index"))),
+                     ("delta",))]
         return []
 
 
@@ -589,7 +599,7 @@ class MessagesApi(LlmApi):
             b = obj.get("content_block")
             if not isinstance(b, dict):
                 return False
-            if b.get("type") in ("tool_use", "server_tool_use"):
+            if b.get("type") == "tool_use" or b.get("type") == "server_tool_use":
                 return True
             v = b.get("text", b.get("thinking"))
             if isinstance(v, str) and v:
@@ -631,7 +641,7 @@ class MessagesApi(LlmApi):
         acc.usage = merge_usage(acc.usage, obj.get("usage"))
         if isinstance(obj.get("stop_reason"), str):
             acc.finish_reason = obj["stop_reason"]
-        for block in obj.get("content") or []:
+        for block in _list(obj.get("content")):
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
                 acc.text.append(block["text"])
 
@@ -639,10 +649,10 @@ class MessagesApi(LlmApi):
         if not isinstance(chunk, dict) or chunk.get("type") != "content_block_delta":
             return []
         d = chunk.get("delta")
-        key = self._DELTA_TEXT.get(d.get("type")) if isinstance(d, dict) else None
+        key = self._DELTA_TEXT.get(d.get("type")) if isinstance(d, dict) and isinstance(d.get("type"), str) else None
         if key is None or not isinstance(d.get(key), str):
             return []
-        return [(("msg", chunk.get("index"), key), ("delta", key))]
+        return [(("msg", _k(chunk.get("index")), key), ("delta", key))]
 
 
 HTTP = LlmApi()
@@ -654,9 +664,8 @@ MESSAGES = MessagesApi()
 # In the order paths are tried (chat before completions: /chat/completions ends in /completions).
 APIS: tuple[LlmApi, ...] = (CHAT, COMPLETION, EMBEDDING, RESPONSES, MESSAGES)
 _BY_KIND = {a.kind: a for a in APIS}
-# Kinds whose requests generate tokens: replayed with their output length pinned, analysed as LLM traffic.
+# Kinds whose requests generate tokens: replayed with their output length pinned.
 GENERATIVE_KINDS = tuple(a.kind for a in APIS if a.streams)
-LLM_KINDS = tuple(a.kind for a in APIS)
 
 
 def api_for_path(path: str | None) -> LlmApi:
@@ -730,10 +739,6 @@ BODY_MARKERS = frozenset(("messages", "prompt", "input", "choices", "output", "s
 # "name" is a tool or function name (kept) inside objects under these keys; elsewhere (a chat
 # message's "name") it may be a person's name and is scrubbed.
 TOOL_NAME_PARENTS = frozenset(("function", "tools", "tool_choice", "item", "content_block"))
-
-
-def is_api_body(value: Any) -> bool:
-    return type(value) is dict and not BODY_MARKERS.isdisjoint(value)
 
 
 def stream_text_paths(chunk: Any) -> list[tuple[tuple, tuple]]:

@@ -410,3 +410,40 @@ def test_scrubbed_stream_bodies_keep_their_protocol_and_lose_the_pii():
         # the scrubbed stream reads as the original did: same events, same output events
         api = MESSAGES if b"message_start" in data else RESPONSES if b"response.created" in data else CHAT
         assert len(read(api, out.text.encode()).token_times) == len(read(api, data).token_times) == 3
+
+
+def test_odd_json_never_raises():
+    """Values of any JSON type where the APIs expect others: no exception anywhere (the recorder
+    and the replayer read whatever a server or client sent)."""
+    rng = random.Random(3)
+    leaves = [None, True, 0, -1, 2.5, "", "x", "response.output_text.delta", "content_block_delta", "tool_use",
+              "text_delta", "message_start", "message_delta", "response.completed"]
+    keys = ["type", "delta", "text", "content", "choices", "index", "usage", "message", "response", "item",
+            "content_block", "tool_calls", "function", "arguments", "messages", "input", "prompt", "system",
+            "instructions", "output", "stop_reason", "incomplete_details", "status", "model", "error",
+            "max_tokens", "max_output_tokens", "token_ids", "reasoning_content", "partial_json", "thinking"]
+
+    def value(depth: int):
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            return rng.choice(leaves)
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    for _ in range(3000):
+        obj = value(0)
+        data = json.dumps(obj).encode()
+        for api in llmapi.APIS:
+            api.event(obj, Reply())
+            api.reply(obj, Reply())
+            api.carries_output(data)
+            api.stream_text_paths(obj)
+            if isinstance(obj, dict):
+                api.prompt_parts(obj)
+                api.output_limit(obj)
+                api.pin_output(dict(obj), 3, ignore_eos=True, stream=True)
+        llmapi.stream_text_paths(obj)
+        llmapi.usage_counts(obj)
+        if isinstance(obj, dict):
+            llmapi.api_for_body(obj)
