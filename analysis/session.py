@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
+from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files, run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
 
@@ -80,11 +80,12 @@ def find_sources(paths: list[str | os.PathLike], follow_manifest: bool = True) -
         src.globs.setdefault(table, []).append(glob_for(root, table))
 
     for p in paths:
-        found = find_tables(p)
-        if not found:
-            raise DatasetError(f"{p}: no shadowreplay dataset here (expected a requests/, replay_results/ or engine_metrics/ folder)")
-        for table, root in found.items():
-            add(table, root)
+        for run in run_dirs(p):  # a repeated replay's runs are read together
+            found = find_tables(run)
+            if not found:
+                raise DatasetError(f"{run}: no shadowreplay dataset here (expected a requests/, replay_results/ or engine_metrics/ folder)")
+            for table, root in found.items():
+                add(table, root)
     if follow_manifest and src.has(REPLAY_RESULTS) and not src.has(REQUESTS):
         for root in list(src.roots[REPLAY_RESULTS]):
             rec = _manifest_recording(root)

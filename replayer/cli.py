@@ -51,13 +51,35 @@ def register(subparsers) -> None:
                    help="do not reuse a keep-alive connection idle for more than S seconds (default: reuse it "
                         "while the target keeps it open; a request the target drops as it closes an idle "
                         "connection is resent once either way)")
+    p.add_argument("--lead-in", default="0s", metavar="DURATION",
+                   help="also send the DURATION of traffic before --start, so the shadow is warm when the window "
+                        "starts; those requests are marked lead_in and left out of every analysis (default 0s)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the replay N times, into OUT/run-01/ ... OUT/run-NN/; compare and analyze pool the runs")
+    p.add_argument("--b-target", metavar="URL",
+                   help="a second configuration B, replayed to URL into --b-out, its runs interleaved with A's "
+                        "(A B, B A, ...) so that drift over time falls on both")
+    p.add_argument("--b-route", action="append", metavar="'PREDICATE=URL'", help="a --route of configuration B (repeatable)")
+    p.add_argument("--b-out", metavar="DIR", help="output folder of configuration B")
     p.add_argument("--keep-gc", dest="gc_off", action="store_false",
                    help="leave Python's cyclic GC on while sending (default: off while sending)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from dataclasses import replace
+
+    from shadowreplay.analysis.units import parse_duration_s
+    from shadowreplay.errors import ConfigError
+
+    from .repeat import run_repeats
     from .replay import ReplayOptions, replay
+
+    if args.repeat < 1:
+        raise ConfigError("--repeat must be at least 1")
+    if (args.b_target is None) != (args.b_out is None) or (args.b_route and not args.b_target):
+        raise ConfigError("configuration B needs both --b-target and --b-out (and --b-route only with them)")
+    lead_in = 0.0 if args.lead_in in ("0", "0s") else parse_duration_s(args.lead_in)
 
     opts = ReplayOptions(
         recording=args.recording,
@@ -87,10 +109,19 @@ def run(args) -> int:
         gc_off=args.gc_off,
         flush_interval_s=args.flush_interval,
         keepalive_expiry_s=args.keepalive_expiry,
+        lead_in_s=lead_in,
     )
-    result = replay(opts, echo=lambda s: print(s, flush=True))
-    if result.interrupted:
-        print(f"shadowreplay replay: interrupted; {result.summary['not_sent']} requests not sent; "
-              f"results in {args.out}", file=sys.stderr)
+    echo = lambda s: print(s, flush=True)  # noqa: E731
+    if (args.repeat == 1 and not args.b_target) or args.dry_run:
+        results = [replay(opts, echo=echo)]
+    else:
+        configs = [opts]
+        if args.b_target:
+            configs.append(replace(opts, target=args.b_target, out=args.b_out, routes=args.b_route or [], metrics_url=None))
+        results = run_repeats(configs, args.repeat, echo=echo)
+    last = results[-1]
+    if last.interrupted:
+        print(f"shadowreplay replay: interrupted; {last.summary['not_sent']} requests not sent; "
+              f"results in {last.out}", file=sys.stderr)
         return 130
     return 0

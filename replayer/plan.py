@@ -29,6 +29,7 @@ class Plan:
     expected_completion_tokens: list[int | None]
     recorded_e2e_ns: list[int | None] = field(default_factory=list)  # how long the response took in production
     recorded_hosts: list[tuple[str | None, int | None, str | None]] = field(default_factory=list)
+    lead_in: list[bool] = field(default_factory=list)  # sent to warm the shadow, before the window
 
     def __len__(self) -> int:
         return len(self.offsets_ns)

@@ -57,6 +57,7 @@ class ReplayOptions:
     gc_off: bool = True
     flush_interval_s: float = 10.0  # results of done requests are written this often during the run
     keepalive_expiry_s: float | None = None  # idle keep-alive connections older than this are not reused
+    lead_in_s: float = 0.0  # also send this much of the traffic before --start, left out of the results' analysis
 
 
 @dataclass
@@ -83,6 +84,8 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--spin-lead-ms must be between 0 and 1000")
     if o.keepalive_expiry_s is not None and not o.keepalive_expiry_s > 0:
         raise ConfigError("--keepalive-expiry must be greater than 0")
+    if o.lead_in_s < 0:
+        raise ConfigError("--lead-in must be 0 or more")
 
 
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
@@ -91,10 +94,14 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     routes = [parse_route(r) for r in o.routes]
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
     extra_headers = parse_headers(o.headers)
-    sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit), [r.predicate for r in routes])
+    sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s), [r.predicate for r in routes])
     offs = schedule.offsets_ns(sel.table, o.speed)
     plan = build_plan(sel.table, offs, target, routes, body_opts, extra_headers)
+    plan.lead_in = [i < sel.lead_in_rows for i in range(len(plan))]
     sched = schedule.summary(sel.table, offs)
+    sched["lead_in_requests"] = sel.lead_in_rows
+    if o.lead_in_s and not sel.lead_in_rows:
+        echo(f"note: no recorded traffic in the {o.lead_in_s:g} s before the window's start: no lead-in sent")
     per_target: dict[str, int] = {}
     for ti in plan.target_idx:
         per_target[plan.targets[ti].url] = per_target.get(plan.targets[ti].url, 0) + 1
@@ -139,6 +146,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
                     "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},
         "speed": o.speed,
+        "lead_in_s": o.lead_in_s,
         "targets": [t.url for t in plan.targets],
         "routes": [{"predicate": plan.route_names[i], "target": plan.targets[i].url} for i in range(1, len(plan.targets))],
         "model_map": dict(parse_model_map(o.model_map)),

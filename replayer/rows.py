@@ -24,7 +24,7 @@ COLUMNS = (
     "request_id", "target", "route", "scheduled_at", "sent_at", "send_lag_ms", "cap_delay_ms",
     "ts_first_byte", "ts_end", "status", "error", "kind", "model", "client_id", "ttft_ms", "itl_ms",
     "e2e_ms", "prompt_tokens", "completion_tokens", "cached_tokens", "expected_completion_tokens",
-    "prompt_chars",
+    "prompt_chars", "lead_in",
 )
 
 Row = tuple  # (i, sent, first, end, status, error, token_ns, usage, cap_ns)
@@ -43,6 +43,7 @@ def static_columns(plan) -> dict[str, list]:
         "client_id": list(plan.client_id),
         "expected_completion_tokens": list(plan.expected_completion_tokens),
         "prompt_chars": list(plan.prompt_chars),
+        "lead_in": list(plan.lead_in) or [False] * len(plan),
     }
 
 
@@ -83,4 +84,5 @@ def columns(static: dict[str, list], rows: list[Row], start_ns: int, wall_minus_
         cols["cached_tokens"].append(cached)
         cols["expected_completion_tokens"].append(static["expected_completion_tokens"][i])
         cols["prompt_chars"].append(static["prompt_chars"][i])
+        cols["lead_in"].append(static["lead_in"][i])
     return cols

@@ -39,6 +39,7 @@ class Filters:
     start: str | None = None
     end: str | None = None
     limit: int | None = None
+    lead_in_s: float = 0.0  # also select this much before --start (the lead-in)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Selection:
     recording_rows: int
     start: dt.datetime
     end: dt.datetime
+    lead_in_rows: int = 0  # the first rows of `table`, before `start`
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -130,6 +132,9 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         raise ConfigError(f"--end ({end.isoformat()}) is not after --start ({start.isoformat()})")
     if filters.limit is not None and filters.limit < 1:
         raise ConfigError("--limit must be at least 1")
+    window_start = start
+    if filters.lead_in_s > 0:
+        start = max(first, start - dt.timedelta(seconds=filters.lead_in_s))
     route_sql = "CAST(NULL AS INTEGER)"
     if route_predicates:
         whens = " ".join(f"WHEN ({p}) THEN {i}" for i, p in enumerate(route_predicates))
@@ -154,7 +159,13 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
             f"empty selection: no request of {root / REQUESTS} matches "
             f"(where={filters.where or 'TRUE'}, start={start.isoformat()}, end={end.isoformat()})"
         )
-    return Selection(root, files, table, first, last, int(n), start, end)
+    lead = 0
+    if window_start > start:
+        ts = pc.cast(table.column("ts_start"), pa.int64()).to_numpy()
+        lead = int((ts < int(window_start.timestamp() * 1e6)).sum())
+        if lead == table.num_rows:
+            raise ConfigError(f"empty selection: every selected request is in the lead-in (before {window_start.isoformat()})")
+    return Selection(root, files, table, first, last, int(n), window_start, end, lead)
 
 
 def _first_line(e: Exception) -> str:

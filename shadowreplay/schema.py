@@ -108,6 +108,7 @@ _REPLAY_RESULT_FIELDS = [
     pa.field("cached_tokens", pa.int32()),
     pa.field("expected_completion_tokens", pa.int32()),
     pa.field("prompt_chars", pa.int64()),
+    pa.field("lead_in", pa.bool_()),  # sent before the selected window to warm the shadow (--lead-in)
 ]
 
 _ENGINE_METRIC_FIELDS = [

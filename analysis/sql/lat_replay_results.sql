@@ -18,4 +18,5 @@ SELECT
     prompt_chars,
     NULL::VARCHAR AS prefix_key,
     send_lag_ms
-FROM replay_results;
+FROM replay_results
+WHERE NOT coalesce(lead_in, false);  -- the lead-in (replay --lead-in) only warmed the shadow

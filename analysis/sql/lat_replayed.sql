@@ -26,4 +26,5 @@ SELECT
     prompt_chars,
     coalesce(prefix_hash, CAST(hash_ids[1] AS VARCHAR)) AS prefix_key,
     send_lag_ms
-FROM replayed;
+FROM replayed
+WHERE NOT coalesce(lead_in, false);  -- the lead-in (replay --lead-in) only warmed the shadow
