@@ -50,8 +50,10 @@ def tiny_vllm(vllm_python, tmp_path_factory):
 
     model = build_tiny_model(python=vllm_python)
     # --enforce-eager: no torch.compile warm-up, so the server starts quickly on a busy machine.
+    # A tool-call parser: requests with tool_choice "required"/named/auto are served (vLLM refuses
+    # them without one); requests without tools are unaffected.
     cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       extra_args=["--enforce-eager"])
+                       extra_args=["--enforce-eager", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"])
     with VllmServer(cfg, tmp_path_factory.mktemp("vllm") / "vllm.log", python=vllm_python) as srv:
         yield srv, model
 
