@@ -188,3 +188,31 @@ def test_openai_jsonl_both_shapes_duplicates_and_iso_times(tmp_path, tok_dir=Non
     assert got[0]["request_id"] == "a" and got[2]["request_id"] == "openai-jsonl:o:3"  # the duplicate gets a line id
     assert got[0]["stream"] is True and got[1]["stream"] is False
     assert r.counts["duplicate_id"] == 1 and r.counts["unparseable"] == 1 and r.counts["unknown_tokens"] == 2
+
+
+def test_openai_jsonl_responses_and_messages_bodies_keep_their_kind(tmp_path):
+    """The API comes from the record's path, else the body (shadowreplay.llmapi); a row gets its
+    API's path and output limit, and the export reads its API's prompt."""
+    from shadowreplay.traces.export import ExportOptions, run_export
+
+    f = tmp_path / "a.jsonl"
+    recs = [
+        {"timestamp": 1, "path": "/v1/messages", "body": {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]},
+         "prompt_tokens": 5},
+        {"timestamp": 2, "body": {"model": "m", "instructions": "Be brief.", "input": "weather?", "max_output_tokens": 6},
+         "prompt_tokens": 7},
+        {"timestamp": 3, "body": {"model": "m", "system": "s", "max_tokens": 4, "messages": [{"role": "user", "content": "x"}]},
+         "prompt_tokens": 3},
+        {"timestamp": 4, "path": "/v1/chat/completions", "body": {"model": "m", "max_tokens": 2, "system": "s", "messages": []},
+         "prompt_tokens": 1},
+    ]
+    f.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    run("openai-jsonl", f, tmp_path / "o")
+    got = rows(tmp_path / "o")
+    assert [(x["kind"], x["path"], x["completion_tokens"], x["prompt_chars"]) for x in got] == [
+        ("messages", "/v1/messages", 9, 2), ("responses", "/v1/responses", 6, len("Be brief.\nweather?")),
+        ("messages", "/v1/messages", 4, 3), ("chat", "/v1/chat/completions", 2, 0)]
+    out = tmp_path / "e.jsonl"
+    rep = run_export(ExportOptions(fmt="guidellm", recording=tmp_path / "o", out=out, hash_ids=False), Report(quiet=True))
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rep.rows_written == 4 and [(x["input_length"], x["output_length"]) for x in lines] == [(5, 9), (7, 6), (3, 4), (1, 2)]
