@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from shadowreplay.llmapi import stream_text_paths
+from shadowreplay.llmapi import split_data_line, stream_text_paths
 
 if TYPE_CHECKING:
     from .scrubber import Scrubber
@@ -40,13 +40,12 @@ def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
     parsed: dict[int, tuple[str, Any, str, tuple[str, str]]] = {}  # line -> (prefix, chunk, newline, separators)
     streams: dict[tuple, list[tuple[int, Path, str]]] = {}
     for i, line in enumerate(lines):
-        if not line.startswith("data:"):
-            continue
         body = line.rstrip("\r\n")
+        field = split_data_line(body)
+        if field is None:
+            continue
         newline = line[len(body) :]
-        payload = body[5:]
-        prefix = "data:" + (" " if payload.startswith(" ") else "")
-        payload = payload[len(prefix) - 5 :]
+        prefix, payload = field
         if not payload.startswith(("{", "[")):
             continue
         try:

@@ -101,6 +101,16 @@ def event_fields(raw: bytes) -> tuple[bytes | None, bytes | None]:
     return name, data
 
 
+def split_data_line(line: str) -> tuple[str, str] | None:
+    """(prefix, value) of a `data:` line given without its line ending: the prefix is the field
+    name, its colon and the one optional space (the rule event_fields applies); None for any other
+    line. The scrubber rewrites a stream's text line by line with it."""
+    if not line.startswith("data:"):
+        return None
+    n = 6 if line.startswith("data: ") else 5
+    return line[:n], line[n:]
+
+
 def iter_events(block: bytes) -> Iterator[bytes]:
     """The events of a block from `SseFramer` (each one's lines, without the blank line)."""
     for raw in block.split(b"\n\n"):

@@ -193,15 +193,23 @@ def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm
     out = tmp_path / "rec"
     with Proxy(srv.url, out, key_file, free_port()) as proxy:
         hooks = {"request": [on_request]}
-        oc = openai.OpenAI(base_url=proxy.url + "/v1", api_key=API_KEY, max_retries=0,
-                           http_client=openai.DefaultHttpxClient(timeout=300, event_hooks=hooks))
-        ac = anthropic.Anthropic(base_url=proxy.url, api_key=API_KEY, max_retries=0,
-                                 http_client=openai.DefaultHttpxClient(timeout=300, event_hooks=hooks))
+
+        def clients(base: str):
+            return (openai.OpenAI(base_url=base + "/v1", api_key=API_KEY, max_retries=0,
+                                  http_client=openai.DefaultHttpxClient(timeout=300, event_hooks=hooks)),
+                    anthropic.Anthropic(base_url=base, api_key=API_KEY, max_retries=0,
+                                        http_client=anthropic.DefaultHttpxClient(timeout=300, event_hooks=hooks)))
+
+        # The same calls straight to vLLM first (not recorded): the SDKs build their response
+        # models on first use (up to 140 ms here), which is not the hop being measured.
+        oc, ac = clients(srv.url)
+        openai_calls(oc, MODEL_NAME), anthropic_calls(ac, MODEL_NAME)
+        oc.close(), ac.close()
+        oc, ac = clients(proxy.url)
         oc.models.list(extra_headers=h("warm"))  # a warm connection: the first call pays no connect
         seen = openai_calls(oc, MODEL_NAME)
         seen |= anthropic_calls(ac, MODEL_NAME)
-        oc.close()
-        ac.close()
+        oc.close(), ac.close()
         assert proxy.stop(signal.SIGTERM) == 0, proxy.log()
 
     rows = read_requests(out)
