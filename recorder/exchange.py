@@ -245,8 +245,9 @@ class HttpExchange:
                 row["model"] = m.text
             st = parsed.get("stream")
             row["stream"] = bool(st) if isinstance(st, bool) else False
-            row["max_tokens"] = api.output_limit(parsed)
-            text = llmapi.prompt_text(api, parsed)
+            body_api = api if api is not llmapi.HTTP else llmapi.api_for_body(parsed)  # an LLM body on another route
+            row["max_tokens"] = body_api.output_limit(parsed)
+            text = llmapi.prompt_text(body_api, parsed)
             if text is not None:
                 row["prompt_chars"] = len(text)
                 row["prefix_hash"] = scrubber.keyed_hash(text[: opts.prefix_chars])
