@@ -267,7 +267,8 @@ class HttpExchange:
         except ValueError as e:
             errors.append(f"response stream: {e}")
             return end
-        reader = llmapi.StreamReader(api if api.streams else llmapi.CHAT)
+        sapi = api if api.streams else llmapi.CHAT  # an unknown route may still stream chunks
+        reader = llmapi.StreamReader(sapi)
         try:
             for t, chunk in self.chunks:
                 reader.feed(dec.decode(chunk), t)
@@ -294,8 +295,7 @@ class HttpExchange:
             add_counts(pii, m.counts)
             errors.append(f"in-stream error: {m.text}")
         if not s.done and self.status == 200 and not self.error and not self.stream_overflow:
-            errors.append("response stream ended without " + ("[DONE]" if api.kind in ("chat", "completion", "http")
-                                                             else "its end event"))
+            errors.append(f"response stream ended without {sapi.end_event}")
         self._text_field("".join(s.text), scrubber, opts, row, pii)
         return end
 

@@ -256,6 +256,7 @@ class LlmApi:
     default_path = ""  # where an imported trace's requests of this API are sent
     limit_fields: tuple[str, ...] = ()  # request fields that cap the output, in order of precedence
     streams = False  # whether responses can be event streams with output events
+    end_event = "[DONE]"  # what a complete stream ends with (Reply.done)
 
     def matches(self, path: str) -> bool:
         return bool(self.route) and path.split("?", 1)[0].rstrip("/").endswith(self.route)
@@ -460,6 +461,7 @@ class ResponsesApi(LlmApi):
 
     kind = "responses"
     route = "/responses"
+    end_event = "response.completed"
     default_path = "/v1/responses"
     limit_fields = ("max_output_tokens",)
     streams = True
@@ -568,6 +570,7 @@ class MessagesApi(LlmApi):
 
     kind = "messages"
     route = "/messages"
+    end_event = "message_stop"
     default_path = "/v1/messages"
     limit_fields = ("max_tokens",)
     streams = True

@@ -447,3 +447,13 @@ def test_odd_json_never_raises():
         llmapi.usage_counts(obj)
         if isinstance(obj, dict):
             llmapi.api_for_body(obj)
+
+
+def test_a_cut_stream_is_reported_with_its_api_end_event():
+    body = {"model": "m", "max_tokens": 6, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    cut = MESSAGES_TEXT[: MESSAGES_TEXT.index(b"event: message_delta")]
+    row = _row("/v1/messages", body, cut)
+    assert row["error"] == "response stream ended without message_stop" and row["ttft_ms"] is not None
+    cut = RESPONSES_TEXT[: RESPONSES_TEXT.index(b"event: response.completed")]
+    row = _row("/v1/responses", {"model": "m", "input": "x", "stream": True}, cut)
+    assert row["error"] == "response stream ended without response.completed" and row["completion_tokens"] is None
