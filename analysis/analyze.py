@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 
 from . import fmt
-from .session import Sources, has_column_data, has_itl_lists, materialize, query, scalar, tpot_column
+from .session import Sources, has_column_data, materialize, query, scalar
 from .units import format_duration
 
 KEY = ("kind", "model", "client_id")
@@ -27,11 +27,12 @@ def _q(v, i):
 def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
     notes: list[str] = []
     # Before materialize(): the only query that reads the itl_ms lists, and only when there are some.
-    any_itl = has_itl_lists(con)
+    any_itl = scalar(con, "SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)")
     itl_rows = query(con, "itl") if any_itl else []
     keep = list(keep or KEEP)
     if not any_itl:
-        keep = [tpot_column(con) if c == "tpot_ms" else c for c in keep]
+        # Same values (list_avg of no list is NULL), without reading the all-NULL itl_ms column.
+        keep = ["tpot_mean_ms AS tpot_ms" if c == "tpot_ms" else c for c in keep]
     n = materialize(con, keep)
     result: dict[str, Any] = {"table": table, "sources": src.describe(), "requests": n, "slo_ms": slo, "window_s": window_s}
     if n == 0:

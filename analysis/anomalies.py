@@ -1,18 +1,21 @@
 """`shadowreplay analyze anomalies`: periodic tail-latency anomalies and who causes them.
 
 Time is folded onto a period (a week of hours by default). Each (period, slot) cell gets the TP99
-of each latency (TTFT, E2E, ITL: all judged by default) and its mean prompt length. A cell stands
-out on a metric when the robust z-score of its log TP99 over all the fold's cells is at least
-`min_z` and its TP99 at least `tp99_ratio` times the median cell's (and, if asked, its mean prompt
-`prompt_ratio` times the median). A slot is reported when it stands out in at least `min_periods`
-periods and in at least `min_share` of the periods it was seen in, so one bad hour (or two noisy
-cells out of thirty) is not a pattern; with how strong (z, ratio), how consistent (periods), the
-metric that moved most and the clients whose traffic explains it.
+of each latency (TTFT, E2E, ITL: all judged by default) and its mean prompt length. A cell is
+raised on a metric when its TP99 is at least `tp99_ratio` times the median cell's and the robust
+z-score of its log TP99 over all the fold's cells is at least RAISED_Z (and, if asked, its mean
+prompt `prompt_ratio` times the median). A slot is reported when it is raised in at least
+`min_periods` periods and `min_share` of the periods it was seen in, and either strongly (median z
+of its raised cells >= `min_z`) or too consistently for chance (`chance` <= `alpha`: the binomial
+probability of that many raised periods at the rate the other slots' cells are raised, times the
+number of slots and metrics judged). Each comes with how strong (z, ratio) and how consistent
+(periods, chance) it is, the metric that moved most and the clients whose traffic explains it.
 The SQL is in analysis/sql/{fold,anomalies,anomaly_clients,engine_windows,engine_slots}.sql."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,13 +24,14 @@ import duckdb
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
-from .session import Sources, has_column_data, materialize, query, tpot_column
+from .session import Sources, has_column_data, materialize, query
 from .units import format_duration
 
 DAY = 86400
 WEEK = 7 * DAY
 MONDAY_S = 4 * DAY  # 1970-01-05, the first Monday after the epoch
 METRICS = ("ttft", "e2e", "itl")
+RAISED_Z = 1.0  # a cell must be this many robust sds above the median cell to count as raised
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -38,6 +42,7 @@ class AnomalyParams:
     metric: str = "all"  # or one of METRICS
     tp99_ratio: float = 1.5
     min_z: float = 3.5
+    alpha: float = 0.01
     prompt_ratio: float | None = None  # also require mean prompt >= this x typical
     min_periods: int = 2
     min_share: float = 0.5  # and in at least this share of the periods that slot was seen in
@@ -80,7 +85,9 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
     # who = client, else route: folded once here so only one string column is kept in memory.
-    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", tpot_column(con), "prompt_len", "failed",
+    # ITL as the per-request mean (e2e - ttft) / (tokens - 1): a recording's gap lists and a
+    # replay without them give the same figure, and no list is read.
+    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", "tpot_mean_ms", "prompt_len", "failed",
                           "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
     res["requests"] = n
     if n == 0:
@@ -100,7 +107,7 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     if "ttft" in metrics and not have_ttft:
         notes.append("no TTFT recorded (not streamed): " + ("judged on E2E and ITL" if p.metric == "all" else "using e2e latency instead"))
         metrics = [m for m in metrics if m != "ttft"] or ["e2e"]
-    if "itl" in metrics and not has_column_data(con, "tpot_ms"):
+    if "itl" in metrics and not has_column_data(con, "tpot_mean_ms"):
         if p.metric != "all":
             notes.append("no inter-token latency (no TTFT or completion tokens): using e2e latency instead")
         metrics = [m for m in metrics if m != "itl"] or ["e2e"]
@@ -109,7 +116,7 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
         notes.append("no prompt lengths (prompt_tokens/prompt_chars empty): prompt ratios unknown")
     params = {
         "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
-        "metrics": metrics, "min_z": p.min_z, "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
+        "metrics": metrics, "raised_z_min": RAISED_Z, "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
         "min_periods": p.min_periods, "min_share": p.min_share, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
     }
     shape = query(con, "fold", params)[0]
@@ -121,7 +128,12 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
             f"the data spans {shape['periods']} period(s) of {format_duration(p.period_s)}, fewer than --min-periods "
             f"{p.min_periods}: no slot can repeat; try a shorter --period"
         )
-    found = query(con, "anomalies")
+    accepted = [(c["slot"], c["metric"], chance) for c in query(con, "anomalies")
+                if (chance := _chance(c)) <= p.alpha or (c["z"] is not None and c["z"] >= p.min_z)]
+    con.execute("CREATE OR REPLACE TEMP TABLE fold_accepted (slot INTEGER, metric VARCHAR, chance DOUBLE)")
+    if accepted:
+        con.executemany("INSERT INTO fold_accepted VALUES (?, ?, ?)", accepted)
+    found = query(con, "anomaly_slots")
     by_slot: dict[int, list[dict[str, Any]]] = {}
     if found:
         for r in query(con, "anomaly_clients"):
@@ -147,6 +159,7 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
                 "label": slot_label(r["slot"], p.period_s, p.bucket_s),
                 "metric": top["metric"],
                 "z": top["z"],
+                "chance": top["chance"],
                 "periods_seen": top["periods_seen"],
                 "periods_anomalous": top["periods_anomalous"],
                 "consistency": top["periods_anomalous"] / top["periods_seen"] if top["periods_seen"] else None,
@@ -173,6 +186,21 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     return res
 
 
+def _chance(c: dict[str, Any]) -> float:
+    """How likely chance alone makes some slot this consistently raised: the binomial tail of
+    `periods_anomalous` of `periods_seen` at the rate the other slots' cells are raised (shrunk
+    towards 1/2 by half a cell), times the number of slot-metric pairs judged (Bonferroni)."""
+    k, m = int(c["periods_seen"]), int(c["periods_anomalous"])
+    others = c["metric_cells"] - k
+    p0 = (c["metric_raised"] - m + 0.5) / (others + 1)
+    tail = sum(math.comb(k, j) * p0**j * (1 - p0) ** (k - j) for j in range(m, k + 1))
+    return min(1.0, tail * c["tests"])
+
+
+def _chance_text(c: float) -> str:
+    return "<1e-6" if c < 1e-6 else f"{c:.2g}"
+
+
 def _explain(clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The clients that explain a slot: those holding >= 20% of its long prompts; if the slot has
     no long prompts, those whose share of requests rose by >= 10 points over elsewhere."""
@@ -193,10 +221,10 @@ def render(res: dict[str, Any]) -> str:
         f"{res['table']}: {res['requests']:,} requests from {res['sources']}",
         f"fold: period {format_duration(p['period_s'])}, bucket {format_duration(p['bucket_s'])}, "
         f"{res.get('periods', 0)} periods seen; latency {'/'.join(m.upper() for m in res.get('metrics', [p['metric']]))}; "
-        f"a cell stands out when its TP99 has a robust z >= {p['min_z']:g} and is >= {p['tp99_ratio']:g}x the median cell"
+        f"a cell is raised when its TP99 is >= {p['tp99_ratio']:g}x the median cell (and z >= {RAISED_Z:g})"
         + (f" and mean prompt >= {p['prompt_ratio']:g}x" if p["prompt_ratio"] else "")
-        + f" (cells of >= {p['min_requests']} requests); reported when anomalous in >= {p['min_periods']} periods"
-        + f" and >= {100 * p['min_share']:g}% of the periods seen",
+        + f" (cells of >= {p['min_requests']} requests); a slot is reported when raised in >= {p['min_periods']} periods"
+        + f" and >= {100 * p['min_share']:g}% of the periods seen, strongly (z >= {p['min_z']:g}) or beyond chance (chance <= {p['alpha']:g})",
     ]
     an = res["anomalies"]
     if not an:
@@ -207,9 +235,9 @@ def render(res: dict[str, Any]) -> str:
         for a in an:
             who = ", ".join(f"{c['who']} ({fmt.pct(c['long_share'])} of long prompts)" if c["long_prompts"] else f"{c['who']} ({fmt.pct(c['request_share'])} of requests)" for c in a["explained_by"]) or "-"
             also = ", ".join(f"{m['metric'].upper()} {m['tp99_ratio']:.1f}x" for m in a["metrics"][1:]) or "-"
-            rows.append([a["label"], a["metric"].upper(), f"{a['periods_anomalous']}/{a['periods_seen']}", f"{a['tp99_ratio']:.1f}x", f"{a['z']:.1f}",
+            rows.append([a["label"], a["metric"].upper(), f"{a['periods_anomalous']}/{a['periods_seen']}", _chance_text(a["chance"]), f"{a['tp99_ratio']:.1f}x", f"{a['z']:.1f}",
                          "-" if a["prompt_ratio"] is None else f"{a['prompt_ratio']:.1f}x", fmt.cell(a["tp99_ms"], 0), fmt.cell(a["typical_tp99_ms"], 0), also, who])
-        out += ["", fmt.table(["slot", "moved most", "periods", "TP99 ratio", "z", "prompt ratio", "TP99 ms", "typical ms", "also", "explained by"], rows, "Periodic anomalies")]
+        out += ["", fmt.table(["slot", "moved most", "periods", "chance", "TP99 ratio", "z", "prompt ratio", "TP99 ms", "typical ms", "also", "explained by"], rows, "Periodic anomalies")]
         for a in an:
             if a["clients"]:
                 crow = [[c["who"], c["requests"], c["long_prompts"], fmt.pct(c["long_share"]), fmt.pct(c["request_share"]), fmt.pct(c["share_elsewhere"]), fmt.cell(c["mean_prompt"], 0)] for c in a["clients"][:6]]

@@ -28,21 +28,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     a = sub.add_parser(
         "analyze",
-        help="latency percentiles, goodput, SLO windows; `analyze anomalies PATH` for periodic anomalies",
-        description="shadowreplay analyze PATH... : percentiles, errors, goodput, windowed SLO compliance, prefix sharing.\n"
-        "shadowreplay analyze anomalies PATH... : periodic tail-latency anomalies (fold onto --period/--bucket).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="latency percentiles, goodput, SLO windows (`analyze anomalies` for periodic anomalies)",
+        description="Percentiles, errors, goodput, windowed SLO compliance and prefix sharing of the datasets. "
+        "For periodic tail-latency anomalies: shadowreplay analyze anomalies PATH...",
     )
-    a.add_argument("paths", nargs="+", metavar="[anomalies] PATH", help="dataset folders; start with the word `anomalies` for the anomaly search")
-    a.add_argument("--table", choices=("requests", "replay_results"), help="what to analyze (default: replay_results if present, else requests)")
-    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
     a.add_argument("--window", default=DEFAULT_WINDOW, help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
-    add_anomaly_options(a, period="1w", bucket="1h", prefix="anomalies: ")
-    add_warmup_option(a)
-    a.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
-    a.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
+    _dataset_options(a)
     a.set_defaults(func=_cmd_analyze)
+
+    an = sub.add_parser(
+        "analyze anomalies",
+        help="periodic tail-latency anomalies and the clients responsible",
+        description="Folds time onto --period/--bucket and reports the slots whose TP99 (TTFT, E2E, ITL) stands out "
+        "period after period, how strongly and how consistently, and who sent their traffic.",
+    )
+    an.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
+    add_anomaly_options(an, period="1w", bucket="1h", prefix="")
+    _dataset_options(an)
+    an.set_defaults(func=_cmd_anomalies)
 
     c = sub.add_parser(
         "compare",
@@ -77,6 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=_cmd_report)
 
 
+def _dataset_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", choices=("requests", "replay_results"), help="what to analyze (default: replay_results if present, else requests)")
+    add_warmup_option(p)
+    p.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
+    p.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def add_warmup_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", default="0s", metavar="DURATION",
                    help="leave the first DURATION of each run out of every figure (e.g. 2m; default 0s)")
@@ -96,9 +109,12 @@ def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str,
     p.add_argument("--bucket", default=bucket, help=bucket_help or f"{prefix}slot size within the period (default {bucket})")
     p.add_argument("--metric", choices=("all", "ttft", "e2e", "itl"), default="all",
                    help=f"{prefix}latency judged (default all: TTFT, E2E and ITL together)")
+    p.add_argument("--tp99-ratio", type=float, default=1.5,
+                   help=f"{prefix}a cell is raised when its TP99 / the median cell's is at least this (default 1.5)")
     p.add_argument("--min-z", type=float, default=3.5,
-                   help=f"{prefix}robust z-score of a cell's log TP99 (distance from the median cell in MADs) that flags it (default 3.5)")
-    p.add_argument("--tp99-ratio", type=float, default=1.5, help=f"{prefix}...and its TP99 / the median cell's (default 1.5)")
+                   help=f"{prefix}a slot raised this strongly (median robust z of its raised cells) is reported (default 3.5)")
+    p.add_argument("--alpha", type=float, default=0.01,
+                   help=f"{prefix}...and so is one raised too consistently for chance: at most this chance of a false finding (default 0.01)")
     p.add_argument("--prompt-ratio", type=float, default=None, help=f"{prefix}also require mean prompt / typical >= this")
     p.add_argument("--min-periods", type=int, default=2, help=f"{prefix}periods a slot must be anomalous in (default 2)")
     p.add_argument("--min-share", type=float, default=0.5, help=f"{prefix}...and in at least this share of the periods seen (default 0.5)")
@@ -126,32 +142,30 @@ def _anomaly_params(args, allow_auto: bool = False):
     if args.min_periods < 1:
         raise ConfigError("--min-periods must be at least 1")
     return AnomalyParams(
-        period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, min_z=args.min_z, prompt_ratio=args.prompt_ratio,
+        period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, min_z=args.min_z, alpha=args.alpha, prompt_ratio=args.prompt_ratio,
         min_periods=args.min_periods, min_share=args.min_share, min_requests=args.min_requests, long_factor=args.long_factor,
         corr_window_s=parse_duration_s(args.corr_window),
     )
 
 
-def _cmd_analyze(args) -> int:
+def _cmd_anomalies(args) -> int:
+    from . import anomalies as an
     from . import fmt
+    from .session import open_dataset
+
+    params = _anomaly_params(args)
+    con, src, table = open_dataset(args.paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
+    res = an.compute(con, src, table, params)
+    print(fmt.to_json(res) if args.json else an.render(res))
+    return 0
+
+
+def _cmd_analyze(args) -> int:
+    from . import analyze, fmt
     from .session import open_dataset
     from .units import parse_duration_s, parse_slo
 
     paths = list(args.paths)
-    anomalies = paths[0] == "anomalies" and (len(paths) > 1 or not Path("anomalies").exists())
-    if anomalies:
-        paths = paths[1:]
-        if not paths:
-            raise ConfigError("analyze anomalies: give a dataset PATH")
-    if anomalies:
-        from . import anomalies as an
-
-        params = _anomaly_params(args)
-        con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
-        res = an.compute(con, src, table, params)
-        print(fmt.to_json(res) if args.json else an.render(res))
-        return 0
-    from . import analyze
 
     slo = parse_slo(args.slo)
     window = parse_duration_s(args.window)

@@ -17,7 +17,7 @@ from .anomalies import DAY, WEEK, WEEKDAYS, AnomalyParams, slot_label
 from .session import open_dataset, query
 from .units import format_duration
 
-KEEP = sorted(set(analyze.KEEP) | {"prompt_len", "route", "fold_t"})
+KEEP = sorted(set(analyze.KEEP) | {"prompt_len", "route", "fold_t", "tpot_mean_ms"})
 NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
 

@@ -238,26 +238,6 @@ def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat"
     return bool(scalar(con, f"SELECT count({expr}) > 0 FROM {view}"))
 
 
-def has_itl_lists(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether any request carries its per-token gaps (itl_ms lists); False once `lat` is
-    materialized without them."""
-    if "itl_ms" not in lat_columns(con):
-        return False
-    return bool(scalar(con, "SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)"))
-
-
-def lat_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [d[0] for d in con.execute("SELECT * FROM lat LIMIT 0").description]
-
-
-def tpot_column(con: duckdb.DuckDBPyConnection) -> str:
-    """The per-request ITL to keep: the mean of the gap lists where there are any, else the same
-    value from e2e, TTFT and the token count, without reading the all-NULL lists."""
-    if has_itl_lists(con) or "tpot_mean_ms" not in lat_columns(con):
-        return "tpot_ms"
-    return "tpot_mean_ms AS tpot_ms"
-
-
 def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None) -> int:
     """Reads the `lat` view's Parquet once into a temporary table and points `lat` at it, so the
     several queries of a command do not each re-open every hourly file. `columns` limits what is

@@ -1,4 +1,5 @@
-"""Benchmark: `shadowreplay analyze` and `analyze anomalies` on ten million generated requests.
+"""Benchmark: `shadowreplay analyze`, `analyze anomalies` and `compare` on ten million generated
+requests.
 
     .venv/bin/python benchmarks/analysis_bench.py [--rows 10000000] [--runs 3] [--data DIR]
 
@@ -83,6 +84,8 @@ def main() -> int:
     cases = {
         "analyze": [exe, "analyze", str(root), "--slo", "ttft=500ms,e2e=10s", "--json", *extra],
         "analyze anomalies": [exe, "analyze", "anomalies", str(root), "--json", *extra],
+        # every figure with its bootstrap interval, overall, per slot and per client, both sides 10 M rows
+        "compare (intervals)": [exe, "compare", str(root), str(root), "--json"],
     }
     files = sum(1 for _ in (root / "requests").rglob("*.parquet"))
     size = sum(p.stat().st_size for p in (root / "requests").rglob("*.parquet")) / 2**20

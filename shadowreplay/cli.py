@@ -36,9 +36,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands of two words (`analyze anomalies`): registered as one name with a space, so each has
+# its own parser, usage line and help; the two words on the command line are joined here.
+TWO_WORD_COMMANDS = ("analyze anomalies",)
+
+
+def _join_two_words(argv: list[str]) -> list[str]:
+    for name in TWO_WORD_COMMANDS:
+        first, second = name.split()
+        for i, a in enumerate(argv):
+            if not a.startswith("-"):
+                if a == first and i + 1 < len(argv) and argv[i + 1] == second:
+                    return argv[:i] + [name] + argv[i + 2:]
+                break
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_two_words(list(sys.argv[1:] if argv is None else argv)))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -222,6 +222,10 @@ def test_defaults_find_the_wednesday_batch_that_moves_ttft_far_more_than_e2e(tmp
         e2e = [m for m in a["metrics"] if m["metric"] == "e2e"]
         assert not e2e or e2e[0]["tp99_ratio"] < a["tp99_ratio"]
         assert a["explained_by"][0]["who"] == "batch-etl"
+    # strong and consistent: reported on both counts; with neither allowed, nothing is
+    assert all(a["z"] >= 3.5 and a["chance"] <= 0.01 for a in res["anomalies"])
+    assert run_json(capsys, "analyze", "anomalies", tmp_path, "--min-z", "100", "--alpha", "0")["anomalies"] == []
+    assert len(run_json(capsys, "analyze", "anomalies", tmp_path, "--min-z", "100")["anomalies"]) == 2  # consistency alone
     # the old default (E2E alone, 2x) misses it
     assert run_json(capsys, "analyze", "anomalies", tmp_path, "--metric", "e2e", "--tp99-ratio", "2")["anomalies"] == []
 
@@ -235,7 +239,7 @@ def test_defaults_find_the_wednesday_batch_that_moves_ttft_far_more_than_e2e(tmp
         ("weekly", dict(ttft_factor=1.0, itl_factor=1.0, completion_factor=3.0), "e2e"),
         ("daily", dict(ttft_factor=2.5, itl_factor=1.0), "ttft"),
         ("daily", dict(ttft_factor=1.0, itl_factor=4.0), "itl"),
-        ("daily", dict(ttft_factor=1.0, itl_factor=1.0, completion_factor=2.0), "e2e"),
+        ("daily", dict(ttft_factor=1.0, itl_factor=1.0, completion_factor=3.0), "e2e"),
     ],
 )
 def test_one_metric_rises_alone(tmp_path, capsys, planted, metric, fold):

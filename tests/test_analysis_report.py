@@ -202,9 +202,9 @@ def test_report_anomaly_defaults_are_analyze_anomalies_defaults():
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers(dest="cmd"))
-    an = vars(parser.parse_args(["analyze", "x"]))
+    an = vars(parser.parse_args(["analyze anomalies", "x"]))  # the console script joins the two words
     rep = vars(parser.parse_args(["report", "x", "--out", "r.html"]))
-    shared = ["metric", "tp99_ratio", "prompt_ratio", "min_periods", "min_share", "min_requests", "long_factor", "corr_window"]
+    shared = ["metric", "min_z", "tp99_ratio", "prompt_ratio", "min_periods", "min_share", "min_requests", "long_factor", "corr_window"]
     assert {k: rep[k] for k in shared} == {k: an[k] for k in shared}
     assert (rep["period"], rep["bucket"]) == ("auto", "auto") and (an["period"], an["bucket"]) == ("1w", "1h")
 

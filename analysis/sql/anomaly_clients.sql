@@ -1,7 +1,7 @@
 -- Who sent the traffic of the anomalous cells: per slot and client (or route when requests have
 -- no client_id), the share of the slot's long prompts (prompt >= long_factor x the typical mean
 -- prompt) and of its requests, next to the client's share of requests everywhere else.
--- Needs fold.sql and anomalies.sql first. Parameter: long_factor (e.g. 2).
+-- Needs fold.sql, anomalies.sql and anomaly_slots.sql first. Parameter: long_factor (e.g. 2).
 WITH cells AS (
     SELECT period_no, slot, typ_prompt FROM fold_flags WHERE anomalous
 ),

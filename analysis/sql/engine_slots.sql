@@ -1,5 +1,5 @@
 -- Mean engine load during each anomalous slot's anomalous cells, next to the overall mean.
--- Needs engine_windows.sql and anomalies.sql first.
+-- Needs engine_windows.sql and anomaly_slots.sql first.
 -- Rounded: a parallel sum of doubles differs in the last bit from run to run, and two runs of
 -- the same query must print the same numbers.
 SELECT

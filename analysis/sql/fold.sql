@@ -13,8 +13,8 @@ SELECT
         / getvariable('bucket_s'))::INTEGER AS slot,
     coalesce(ttft_ms, e2e_ms) AS ttft,  -- a request not streamed: its first byte was the answer
     e2e_ms AS e2e,
-    tpot_ms AS itl,
-    CASE getvariable('lat_metric') WHEN 'ttft' THEN coalesce(ttft_ms, e2e_ms) WHEN 'itl' THEN tpot_ms ELSE e2e_ms END AS lat_ms,
+    tpot_mean_ms AS itl,
+    CASE getvariable('lat_metric') WHEN 'ttft' THEN coalesce(ttft_ms, e2e_ms) WHEN 'itl' THEN tpot_mean_ms ELSE e2e_ms END AS lat_ms,
     prompt_len,
     failed,
     coalesce(client_id, route, '(unknown)') AS who
