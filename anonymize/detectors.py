@@ -12,7 +12,7 @@ from itertools import accumulate
 
 import phonenumbers
 
-from .checksums import cn_id_ok, iban_ok, luhn_ok
+from .checksums import cn_id_shaped, iban_ok, luhn_ok
 from .names import find_names, mentions, name_words
 
 
@@ -108,7 +108,10 @@ def _classify_number_uncached(raw: str) -> str | None:
     seps = {ch for ch in raw if not ch.isdigit() and ch not in "Xx\uff38\uff58"}
     has_x = digits.endswith("X")
     if has_x:
-        return CN_ID if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits) else None
+        if n == 18 and seps <= _SPACE_CHARS and cn_id_shaped(digits):
+            return CN_ID
+        # a phone number with its extension glued on: 555-123-4567x565 (the x of the match)
+        return _classify_number_uncached(raw[:-1]) if n > 8 and raw[-1] in "Xx" else None
     plus = raw[0] in "+\uff0b"
     if not plus and _DATE.match(raw):  # 2015-12-22 04, 22.12.2015: a date (and time), no phone
         return None
@@ -126,7 +129,7 @@ def _classify_number_uncached(raw: str) -> str | None:
         return None
     if n == 9 and _SSN.fullmatch(raw) and not raw.startswith(("000", "666", "9")) and raw[4:6] != "00" and raw[7:] != "0000":
         return US_SSN
-    if n == 18 and seps <= _SPACE_CHARS and cn_id_ok(digits):
+    if n == 18 and seps <= _SPACE_CHARS and cn_id_shaped(digits):
         return CN_ID
     if 13 <= n <= 19 and seps <= _CARD_SEPS and not plus and digits[0] != "0" and luhn_ok(digits):
         return CARD
@@ -153,13 +156,27 @@ def _classify_number_uncached(raw: str) -> str | None:
         elif n == 10 or (n == 11 and digits[0] == "1"):
             regions = ("US", "CA")
         else:
-            return None
+            regions = ()
+        # National numbers without a trunk 0 (612 345 678 in Spain, 312 345 6789 in Italy): only
+        # when written as a phone is, in groups, since bare 9-10 digit runs are ids of every kind.
+        if _grouped_like_phone(raw):
+            regions = (*regions, *_NO_TRUNK_REGIONS)
         for region in regions:
             if phonenumbers.is_valid_number(phonenumbers.parse(digits, region)):
                 return PHONE
     except phonenumbers.NumberParseException:
         return None
     return None
+
+
+_EXT_DIGITS = re.compile(r"\d{1,6}(?!\d)")
+_NO_TRUNK_REGIONS = ("ES", "IT", "PT", "PL", "CZ", "DK", "NO", "GR", "IN", "MX", "BR", "SG", "HK")
+
+
+def _grouped_like_phone(raw: str) -> bool:
+    """Digits in 2-5 groups of 2-4 (after an optional parenthesised area code)."""
+    groups = re.split(r"[ \u00a0\-./()\u2010-\u2015]+", raw.strip("()"))
+    return 2 <= len(groups) <= 5 and all(2 <= len(g) <= 5 and g.isdigit() for g in groups)
 
 
 def _split_tokens(raw: str) -> list[tuple[int, int]]:
@@ -202,11 +219,12 @@ def _numbers(text: str, out: list[Span]) -> None:
         e = p + 1
         while e < n and e - p < 4 and text[e].isdigit():
             e += 1
-        if e - p < 4 and not any(c.isdigit() for c in text[e : e + 3]) and not (p >= 2 and "A" <= text[p - 1] <= "Z"):
+        if e - p < 4 and not any(c.isdigit() for c in text[e : e + 3]) and not (
+                p >= 2 and text[p - 1] in _ASCII_LETTERS and text[p - 2] in _ASCII_LETTERS):
             covered = e
             continue
         # IBAN: two capital letters right before the digits
-        if p >= 2 and "A" <= text[p - 2] <= "Z" and "A" <= text[p - 1] <= "Z" and (p == 2 or not _is_wordish(text[p - 3])):
+        if p >= 2 and text[p - 2] in _ASCII_LETTERS and text[p - 1] in _ASCII_LETTERS and (p == 2 or not _is_wordish(text[p - 3])):
             m = _IBAN.match(text, p - 2)
             if m and _iban_at(text, m, out):
                 covered = out[-1].end
@@ -233,7 +251,12 @@ def _numbers(text: str, out: list[Span]) -> None:
             raw, s = raw[1:], s + 1
         kind = _classify_number(raw)
         if kind:
-            out.append(Span(s, s + len(raw), kind))
+            end = s + len(raw)
+            if kind in (PHONE, CN_MOBILE) and raw[-1] in "Xx":  # the extension's digits go with it
+                x = _EXT_DIGITS.match(text, end)
+                if x:
+                    end = covered = x.end()
+            out.append(Span(s, end, kind))
             continue
         toks = _split_tokens(raw)
         if len(toks) >= 2:
@@ -297,7 +320,7 @@ def _emails(text: str, out: list[Span], at: str = "@") -> None:
 
 
 # ---------------------------------------------------------------- IBAN
-_IBAN = re.compile(r"[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN = re.compile(r"[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]{4}){2,7}(?:[ ]?[A-Za-z0-9]{1,4})?(?![A-Za-z0-9])")
 
 
 def _iban_at(text: str, m: re.Match, out: list[Span]) -> bool:

@@ -160,6 +160,11 @@ class Substituter:
         return _layout(orig, prefix + "1" + rng.choice("3456789") + _rand_digits(rng, 9))
 
     def _sub_phone(self, orig: str, norm: str, rng: KeyedRandom) -> str:
+        xi = next((i for i, ch in enumerate(orig) if ch in "Xx\uff38\uff58"), -1)
+        if xi > 0:  # an extension glued on (555-123-4567x565): the number, then new extension digits
+            main = orig[:xi]
+            ext = "".join(digit_like(c, rng.randrange(10)) if c.isdigit() else c for c in orig[xi + 1:])
+            return self._sub_phone(main, D._norm_number(main), rng) + orig[xi] + ext
         keep = 0
         stripped = orig.lstrip()
         intl = stripped[:1] in "+\uff0b"
@@ -180,7 +185,8 @@ class Substituter:
         bban = "".join(str(rng.randrange(10)) if c.isdigit() else rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for c in norm[4:])
         new = country + iban_check_digits(country, bban) + bban
         it = iter(new)
-        return "".join(ch if ch == " " else next(it) for ch in orig)
+        # the original's spaces and letter case (an IBAN typed in lower case stays lower case)
+        return "".join(ch if ch == " " else (next(it).lower() if ch.islower() else next(it)) for ch in orig)
 
     def _sub_ipv4(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         parts = orig.split(".")

@@ -62,6 +62,8 @@ assert ID_X.endswith("X")
 ID_DIGIT = make_cn_id("440524", "19800101", "001")
 ID_GLUED = make_cn_id("310104", "19900307", "123")
 assert not ID_DIGIT.endswith("X")
+_ok = make_cn_id("510107", "19760522", "031")
+ID_TYPO = _ok[:17] + ("1" if _ok[17] == "0" else "0")  # a typo in the check digit: still someone's ID
 
 # (entity type, planted value, text carrying it)
 PLANTED: list[tuple[str, str, str]] = [
@@ -78,6 +80,10 @@ PLANTED: list[tuple[str, str, str]] = [
     ("phone", "+44 20 7946 0958", "London +44 20 7946 0958 ext."),
     ("phone", "+49 30 901820", "Berlin: +49 30 901820"),
     ("phone", "+33 1 42 68 53 00", "Paris +33 1 42 68 53 00."),
+    ("phone", "415-555-2671x565", "desk 415-555-2671x565 (front office)"),  # extension glued on
+    ("phone", "612 345 678", "Llámame al 612 345 678, por favor."),  # Spain, national format
+    ("phone", "312 345 6789", "il mio cellulare è 312 345 6789"),  # Italy, national format
+    ("phone", "91 234 56 78", "oficina 91 234 56 78"),
     # Chinese mobiles, CJK-adjacent and adversarial formats
     ("cn_mobile", "13812345678", "手机13812345678"),
     ("cn_mobile", "139-1234-5678", "电话：139-1234-5678。"),
@@ -93,6 +99,7 @@ PLANTED: list[tuple[str, str, str]] = [
     ("cn_id", ID_DIGIT, f"证件号码：{ID_DIGIT}。"),
     ("cn_id", fullwidth(ID_DIGIT), f"身份证{fullwidth(ID_DIGIT)}"),
     ("cn_id", ID_GLUED, f"form: ID{ID_GLUED}, verified"),
+    ("cn_id", ID_TYPO, f"身份证号：{ID_TYPO}（可能输错了一位）"),
     # payment cards
     ("card", "4111111111111111", "card 4111111111111111 exp 12/29"),
     ("card", "5500 0000 0000 0004", "Mastercard 5500 0000 0000 0004."),
@@ -103,6 +110,7 @@ PLANTED: list[tuple[str, str, str]] = [
     ("iban", "DE89 3704 0044 0532 0130 00", "IBAN DE89 3704 0044 0532 0130 00 please"),
     ("iban", "GB82WEST12345698765432", "to GB82WEST12345698765432."),
     ("iban", "FR1420041010050500013M02606", "FR1420041010050500013M02606"),
+    ("iban", "de89 3704 0044 0532 0130 00", "my iban is de89 3704 0044 0532 0130 00"),  # lower case
     # IPs
     ("ipv4", "203.0.113.42", "from 203.0.113.42, port 443"),
     ("ipv4", "10.12.0.7", "内网地址10.12.0.7"),
@@ -150,6 +158,8 @@ CLEAN: list[str] = [
     "Use the token budget wisely; the key point is speed.",
     "localhost is 127.0.0.1 and :: is unspecified",
     "build abc13812345678 passed; see MyTel13812345678",  # glued to a word that is no cue word
+    "md5 ab12cdef0123456789abcdef01234567 and sha ab12cd34ef56ab78cd90ef12ab34cd56ef78ab90",  # hashes, not IBANs
+    "order 612345678 shipped; x = [123, 456, 789]; ids 110105 19880412",
 ]
 
 
