@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from shadowreplay.durations import add_duration_flag, time_point_arg
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -16,14 +18,15 @@ def register(subparsers) -> None:
     p.add_argument("--target", required=True, help="shadow base URL, e.g. http://127.0.0.1:8000")
     p.add_argument("--out", required=True, help="output folder for replay_results/, engine_metrics/, manifest.json")
     p.add_argument("--speed", type=float, default=1.0, help="time scale: 2 = twice as fast (default 1)")
-    p.add_argument("--start", help="first request time: ISO time or offset from the recording's first request (90s, 5m)")
-    p.add_argument("--end", help="end time (exclusive), same forms as --start")
+    p.add_argument("--start", type=time_point_arg("--start"), metavar="TIME",
+                   help="first request time: ISO time or offset from the recording's first request (90s, 5m)")
+    p.add_argument("--end", type=time_point_arg("--end"), metavar="TIME", help="end time (exclusive), same forms as --start")
     p.add_argument("--where", help="DuckDB predicate over the requests table, e.g. \"kind = 'chat'\"")
     p.add_argument("--limit", type=int, help="replay at most N requests (the first N in time)")
     p.add_argument("--model-map", action="append", metavar="RECORDED=SHADOW", help="rename a model (repeatable)")
     p.add_argument("--header", action="append", metavar="'Name: value'", help="header added to every request (repeatable)")
     p.add_argument("--max-in-flight", type=int, help="safety cap on concurrent requests (delays are reported)")
-    p.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds (default 600)")
+    add_duration_flag(p, "--timeout", default="600s", bare="s", help="per-request timeout (default 600s)")
     p.add_argument("--route", action="append", metavar="'PREDICATE=URL'",
                    help="send requests matching a DuckDB predicate to another target (repeatable, first match wins)")
     p.add_argument("--dry-run", action="store_true", help="print the schedule summary and exit")
@@ -32,28 +35,30 @@ def register(subparsers) -> None:
     mg = p.add_mutually_exclusive_group()
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
-    p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between metric samples (default 1)")
-    p.add_argument("--spin-lead-ms", type=float, default=1.0, metavar="MS",
-                   help="wake this long before each send time and poll until it, so the CPU is awake at the "
-                        "instant (default 1; costs CPU time, up to MS per request; 0: sleep to the instant)")
+    add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between metric samples (default 1s)")
+    add_duration_flag(p, "--spin-lead", default="1ms", zero=True, maximum=1.0, deprecated={"--spin-lead-ms": "ms"},
+                      help="wake this long before each send time and poll until it, so the CPU is awake at the "
+                           "instant (default 1ms, at most 1s; costs CPU time, up to DURATION per request; "
+                           "0: sleep to the instant)")
     p.add_argument("--pacing", choices=("timerfd", "spin", "sleep"), default="timerfd",
                    help="how the sender waits for each send time (default timerfd; see docs/replayer.md)")
-    p.add_argument("--drain", type=float, default=30.0, help="after Ctrl-C, seconds to wait for in-flight requests (default 30)")
+    add_duration_flag(p, "--drain", default="30s", bare="s", zero=True,
+                      help="after Ctrl-C, how long to wait for in-flight requests (default 30s)")
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.add_argument("--warm-connections", type=int, metavar="N",
                    help="keep-alive connections opened per target before the start "
                         "(default: twice the recording's peak of requests in flight, 32-2048)")
-    p.add_argument("--flush-interval", type=float, default=10.0, metavar="S",
-                   help="write the results of finished requests to OUT/replay_results/ every S seconds "
-                        "during the run (default 10), so a crash loses at most the last S seconds; "
-                        "0: write everything at the end, in this process")
-    p.add_argument("--keepalive-expiry", type=float, metavar="S",
-                   help="do not reuse a keep-alive connection idle for more than S seconds (default: reuse it "
-                        "while the target keeps it open; a request the target drops as it closes an idle "
-                        "connection is resent once either way)")
-    p.add_argument("--lead-in", default="0s", metavar="DURATION",
-                   help="also send the DURATION of traffic before --start, so the shadow is warm when the window "
-                        "starts; those requests are marked lead_in and left out of every analysis (default 0s)")
+    add_duration_flag(p, "--flush-interval", default="10s", bare="s", zero=True,
+                      help="write the results of finished requests to OUT/replay_results/ every DURATION "
+                           "during the run (default 10s), so a crash loses at most the last DURATION; "
+                           "0: write everything at the end, in this process")
+    add_duration_flag(p, "--keepalive-expiry", default=None, bare="s",
+                      help="do not reuse a keep-alive connection idle for longer than DURATION (default: reuse it "
+                           "while the target keeps it open; a request the target drops as it closes an idle "
+                           "connection is resent once either way)")
+    add_duration_flag(p, "--lead-in", default="0s", bare="s", zero=True,
+                      help="also send the DURATION of traffic before --start, so the shadow is warm when the window "
+                           "starts; those requests are marked lead_in and left out of every analysis (default 0s)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the replay N times, into OUT/run-01/ ... OUT/run-NN/; compare and analyze pool the runs")
     p.add_argument("--b-target", metavar="URL",
@@ -69,7 +74,6 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from dataclasses import replace
 
-    from shadowreplay.analysis.units import parse_duration_s
     from shadowreplay.errors import ConfigError
 
     from .repeat import run_repeats
@@ -79,7 +83,6 @@ def run(args) -> int:
         raise ConfigError("--repeat must be at least 1")
     if (args.b_target is None) != (args.b_out is None) or (args.b_route and not args.b_target):
         raise ConfigError("configuration B needs both --b-target and --b-out (and --b-route only with them)")
-    lead_in = 0.0 if args.lead_in in ("0", "0s") else parse_duration_s(args.lead_in)
 
     opts = ReplayOptions(
         recording=args.recording,
@@ -102,14 +105,14 @@ def run(args) -> int:
         no_metrics=args.no_metrics,
         metrics_interval_s=args.metrics_interval,
         pacing=args.pacing,
-        spin_lead_ms=args.spin_lead_ms,
+        spin_lead_ms=args.spin_lead * 1000.0,
         drain_s=args.drain,
         progress=False if args.no_progress else None,
         warm_connections=args.warm_connections,
         gc_off=args.gc_off,
         flush_interval_s=args.flush_interval,
         keepalive_expiry_s=args.keepalive_expiry,
-        lead_in_s=lead_in,
+        lead_in_s=args.lead_in,
     )
     echo = lambda s: print(s, flush=True)  # noqa: E731
     if (args.repeat == 1 and not args.b_target) or args.dry_run:
@@ -121,7 +124,8 @@ def run(args) -> int:
         results = run_repeats(configs, args.repeat, echo=echo)
     last = results[-1]
     if last.interrupted:
-        print(f"shadowreplay replay: interrupted; {last.summary['not_sent']} requests not sent; "
+        by = last.summary.get("interrupted_by") or "SIGINT"
+        print(f"shadowreplay replay: interrupted ({by}); {last.summary['not_sent']} requests not sent; "
               f"results in {last.out}", file=sys.stderr)
-        return 130
+        return 143 if by == "SIGTERM" else 130
     return 0

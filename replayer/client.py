@@ -409,7 +409,10 @@ class Pool:
         except (OSError, ssl.SSLError) as e:
             self.opening -= 1
             self.last_error = f"connect: {getattr(e, 'strerror', None) or e}"
-            if not self.all and not self.opening:  # nothing left that could serve the queue
+            # No live connection and the target refuses new ones: it is down. The queue fails now
+            # (each request with this error), not when its timeout expires; the connects still
+            # running may succeed and serve whatever comes next.
+            if not self.all:
                 now = time.monotonic_ns()
                 while self.waiting:
                     ex = self.waiting.popleft()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shadowreplay import __version__
+from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError, TargetError
 
 from . import client, results, schedule
@@ -34,8 +35,8 @@ class ReplayOptions:
     target: str
     out: str
     speed: float = 1.0
-    start: str | None = None
-    end: str | None = None
+    start: str | TimePoint | None = None  # an ISO time or an offset (shadowreplay.durations)
+    end: str | TimePoint | None = None
     where: str | None = None
     limit: int | None = None
     model_map: list[str] = field(default_factory=list)
@@ -81,7 +82,7 @@ def _validate(o: ReplayOptions) -> None:
     if not o.flush_interval_s >= 0:
         raise ConfigError("--flush-interval must be 0 (write at the end only) or more")
     if not 0 <= o.spin_lead_ms <= 1000:
-        raise ConfigError("--spin-lead-ms must be between 0 and 1000")
+        raise ConfigError("--spin-lead must be between 0 and 1s")
     if o.keepalive_expiry_s is not None and not o.keepalive_expiry_s > 0:
         raise ConfigError("--keepalive-expiry must be greater than 0")
     if o.lead_in_s < 0:
@@ -186,6 +187,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
                              min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
                              plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
     summ["interrupted"] = outcome.interrupted
+    summ["interrupted_by"] = outcome.interrupted_by
+    summ["errors_by_kind"] = results.error_kinds(outcome.error)
     summ["resent"] = outcome.resent
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed

@@ -50,6 +50,33 @@ def summarize(lags_ms: list[float], cap_ms: list[float], errors: int, sent: int,
     }
 
 
+def error_kinds(errors) -> dict[str, int]:
+    """Counts of the results' errors by kind (the manifest's `errors_by_kind`): the target refused
+    or was unreachable (connect), did not answer in time (timeout), dropped the connection
+    (reset), answered 4xx/5xx, or the replay was interrupted or ended first."""
+    out: dict[str, int] = {}
+    for e in errors:
+        if e is None:
+            continue
+        low = e.lower()
+        if low.startswith("connect"):
+            kind = "connect"
+        elif low.startswith("http 5"):
+            kind = "http_5xx"
+        elif low.startswith("http 4"):
+            kind = "http_4xx"
+        elif low.startswith("interrupted") or low.startswith("no response when the replay ended"):
+            kind = "interrupted"
+        elif "timeout" in low or "timed out" in low:
+            kind = "timeout"
+        elif any(w in low for w in ("reset", "closed", "eof", "broken pipe", "disconnect")):
+            kind = "reset"
+        else:
+            kind = "other"
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 def format_summary(s: dict) -> str:
     def f(v, unit=""):
         return "-" if v is None else (f"{v:.3f}{unit}" if isinstance(v, float) else f"{v}{unit}")
@@ -62,6 +89,10 @@ def format_summary(s: dict) -> str:
     ]
     if s["capped_sends"]:
         lines.append(f"--max-in-flight delayed {s['capped_sends']} sends (max {s['cap_delay_max_ms']:.1f} ms)")
+    if s.get("errors_by_kind"):
+        lines.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(s["errors_by_kind"].items())))
+    if s.get("interrupted_by"):
+        lines.append(f"interrupted by {s['interrupted_by']}")
     if s.get("resent"):
         lines.append(f"resent: {s['resent']} requests whose idle keep-alive connection the target closed unanswered")
     return "\n".join(lines)

@@ -100,6 +100,7 @@ class RunOutcome:
     token_ns: list[list[int] | None]
     usage: list[dict | None]
     interrupted: bool = False
+    interrupted_by: str | None = None
     sent: int = 0
     errors: int = 0
     resent: int = 0  # requests sent again because the target closed their idle connection unanswered
@@ -144,6 +145,7 @@ class Replayer:
         self._slot = asyncio.Event()
         self._idle = asyncio.Event()
         self.interrupted = False
+        self.interrupted_by: str | None = None  # SIGINT or SIGTERM
         self._sigints = 0
         self._fired_ns: dict[int, int] = {}  # requests waiting for a new connection: when fired
         self.cap_waits: list[tuple[int, int]] = []  # (start, end) of each wait for a free slot
@@ -434,9 +436,10 @@ class Replayer:
         self._sending = True
         sender = loop.create_task(self._sender(start_ns))
 
-        def on_sigint() -> None:
+        def on_sigint(signame: str = "SIGINT") -> None:
             self._sigints += 1
             self.interrupted = True
+            self.interrupted_by = self.interrupted_by or signame
             if not sender.done():
                 sender.cancel()
             elif self._sigints >= 2:
@@ -444,7 +447,10 @@ class Replayer:
 
         installed = False
         try:
+            # SIGTERM (a container stop, kill, a CI timeout) ends the replay like Ctrl-C: sending
+            # stops, requests in flight get --drain seconds, every result is written.
             loop.add_signal_handler(signal.SIGINT, on_sigint)
+            loop.add_signal_handler(signal.SIGTERM, on_sigint, "SIGTERM")
             installed = True
         except (RuntimeError, ValueError, NotImplementedError):
             pass  # not the main thread: Ctrl-C handling is the caller's business
@@ -478,6 +484,7 @@ class Replayer:
             progress.stop()
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
             for pool in self.pools.values():
                 pool.close()
             await self.grpc.close()
@@ -489,7 +496,7 @@ class Replayer:
             self.sink.add(rows)
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
-                          interrupted=self.interrupted, sent=self.sent, errors=self.errors,
+                          interrupted=self.interrupted, interrupted_by=self.interrupted_by, sent=self.sent, errors=self.errors,
                           resent=sum(p.resent for p in self.pools.values()))
 
     def _cap_delay(self, i: int, sent: int) -> int:
