@@ -30,7 +30,7 @@ NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 
 LATENCY = (("TTFT P50", "ttft", 0.5), ("TTFT P95", "ttft", 0.95), ("TTFT P99", "ttft", 0.99),
            ("E2E P50", "e2e", 0.5), ("E2E P95", "e2e", 0.95), ("E2E P99", "e2e", 0.99), ("ITL P99", "itl", 0.99))
 SHARES = (("error rate", "failed", True), ("goodput share", "good", False))  # (label, count, lower is better)
-GROUP_FIGURES = ("TTFT P95", "TTFT P99", "E2E P50", "E2E P99", "goodput share")
+GROUP_FIGURES = ("TTFT P50", "TTFT P95", "TTFT P99", "E2E P50", "E2E P95", "E2E P99", "goodput share")
 
 
 def _nice_bucket(span_s: float, slots: int = 12) -> float:
@@ -313,7 +313,7 @@ def render(res: dict[str, Any]) -> str:
                 c = _fig_cells(lab + " ms", f, False)
                 cells += [c[1], c[2], c[4], c[5], c[6]]
             rows.append(cells)
-        out += ["", fmt.table(head, rows, title + " (every group's P95, P50 and goodput are in --json)")]
+        out += ["", fmt.table(head, rows, title + " (every figure of every group is in --json)")]
     f = res["fidelity"]
     if f:
         out += ["", f"Fidelity ({f['relation']}): {f['verdict']}"]
