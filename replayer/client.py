@@ -34,7 +34,7 @@ class Exchange:
 
     __slots__ = (
         "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
-        "usage", "sse", "_framer", "_body", "done_cb", "resent", "api", "_reply",
+        "usage", "sse", "_framer", "_body", "done_cb", "resent", "api",
     )
 
     def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
@@ -51,7 +51,6 @@ class Exchange:
         self._framer: llmapi.SseFramer | None = None
         self._body = bytearray()
         self.api: llmapi.LlmApi | None = None  # set when the response begins
-        self._reply: llmapi.Reply | None = None
         self.done_cb = done_cb
         self.resent = False
 
@@ -100,10 +99,7 @@ class Exchange:
             ev = _loads(data)
         except ValueError:
             return
-        if self._reply is None:
-            self._reply = llmapi.Reply()
-        self.api.event(ev, self._reply)
-        self.usage = self._reply.usage
+        self.usage = self.api.usage_of(ev, self.usage)
 
     def _event(self, raw: bytes, now: int) -> None:
         # Cheap byte checks first: only events that may carry usage are JSON-decoded, so the

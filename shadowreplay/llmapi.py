@@ -235,14 +235,15 @@ _CHAT_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
 # non-empty tool_calls list, or token ids. A key inside a string value cannot match: its quotes
 # are escaped there.
 _CHAT_OUT = re.compile(
-    rb'"(?:content|reasoning_content|reasoning|refusal|text)"\s*:\s*"(?!")'
-    rb'|"tool_calls"\s*:\s*\[\s*\{|"token_ids"\s*:\s*\[\s*\d'
+    rb'"(?:(?:content|reasoning(?:_content)?|refusal|text)"\s*:\s*"(?!")'
+    rb'|t(?:ool_calls"\s*:\s*\[\s*\{|oken_ids"\s*:\s*\[\s*\d))'
 )
 # One match per line that carries output (the match runs on to the end of its line).
 _CHAT_LINE = re.compile(rb"(?:" + _CHAT_OUT.pattern + rb")[^\n]*\n")
 USAGE_RE = re.compile(rb'"usage"\s*:\s*\{')
 _RESP_DELTA_TYPE = re.compile(rb'"type"\s*:\s*"response\.[a-z_.]+\.delta"')
 _RESP_DELTA = re.compile(rb'"delta"\s*:\s*"(?!")')
+_RESP_END = frozenset(("response.completed", "response.incomplete", "response.failed"))
 _RESP_CALL = re.compile(rb'"type"\s*:\s*"function_call"')
 _MSG_OUT = re.compile(rb'"(?:text|thinking|partial_json)"\s*:\s*"(?!")')
 _MSG_TOOL = re.compile(rb'"type"\s*:\s*"(?:server_)?tool_use"')
@@ -287,6 +288,13 @@ class LlmApi:
         """`event`'s answer from the event's data bytes alone, without parsing JSON (the replayer's
         hot path). Same result on the JSON servers write (tests/test_llmapi.py compares them)."""
         return False
+
+    def usage_of(self, obj: Any, usage: dict | None) -> dict | None:
+        """The usage after one parsed stream event, `usage` being the one before it (what `event`
+        folds; the replayer calls it alone on the few events that hold a usage object). Chat,
+        completions: the event's `usage`, cumulative, so the last one counts."""
+        u = obj.get("usage") if type(obj) is dict else None
+        return u if type(u) is dict else usage
 
     def reply(self, obj: Any, acc: Reply) -> None:
         """Fold a complete (non-streamed) JSON response body into acc."""
@@ -363,8 +371,7 @@ class _OpenAiChoices(LlmApi):
             acc.model = obj["model"]
         if obj.get("error") is not None:
             acc.error = _error_message(obj["error"])
-        if isinstance(obj.get("usage"), dict):
-            acc.usage = obj["usage"]  # cumulative: the last one counts
+        acc.usage = self.usage_of(obj, acc.usage)
         carries = False
         choices = obj.get("choices")
         if isinstance(choices, list):
@@ -494,14 +501,22 @@ class ResponsesApi(LlmApi):
         if stream:
             body["stream"] = True  # usage comes with response.completed
 
-    def _response(self, resp: Any, acc: Reply) -> None:
+    def usage_of(self, obj: Any, usage: dict | None) -> dict | None:
+        if type(obj) is dict and obj.get("type") in _RESP_END:
+            r = obj.get("response")
+            if isinstance(r, dict):
+                return merge_usage(usage, r.get("usage"))
+        return usage
+
+    def _response(self, resp: Any, acc: Reply, usage: bool = True) -> None:
         if not isinstance(resp, dict):
             return
         if isinstance(resp.get("model"), str):
             acc.model = resp["model"]
         if resp.get("error") is not None:
             acc.error = _error_message(resp["error"])
-        acc.usage = merge_usage(acc.usage, resp.get("usage"))
+        if usage:
+            acc.usage = merge_usage(acc.usage, resp.get("usage"))
         inc = resp.get("incomplete_details")
         if isinstance(inc, dict) and isinstance(inc.get("reason"), str):
             acc.finish_reason = inc["reason"]
@@ -524,8 +539,9 @@ class ResponsesApi(LlmApi):
         if typ == "response.output_item.added":
             item = obj.get("item")
             return isinstance(item, dict) and item.get("type") == "function_call"
-        if typ in ("response.completed", "response.incomplete", "response.failed"):
-            self._response(obj.get("response"), acc)
+        if typ in _RESP_END:
+            acc.usage = self.usage_of(obj, acc.usage)
+            self._response(obj.get("response"), acc, usage=False)
             acc.done = True
         elif typ == "response.created" and isinstance(obj.get("response"), dict):
             m = obj["response"].get("model")
@@ -625,17 +641,28 @@ class MessagesApi(LlmApi):
             if isinstance(m, dict):
                 if isinstance(m.get("model"), str):
                     acc.model = m["model"]
-                acc.usage = merge_usage(acc.usage, m.get("usage"))
+            acc.usage = self.usage_of(obj, acc.usage)
         elif typ == "message_delta":
             d = obj.get("delta")
             if isinstance(d, dict) and isinstance(d.get("stop_reason"), str):
                 acc.finish_reason = d["stop_reason"]
-            acc.usage = merge_usage(acc.usage, obj.get("usage"))
+            acc.usage = self.usage_of(obj, acc.usage)
         elif typ == "message_stop":
             acc.done = True
         elif typ == "error":
             acc.error = _error_message(obj.get("error"))
         return False
+
+    def usage_of(self, obj: Any, usage: dict | None) -> dict | None:
+        """message_start's message.usage, then each message_delta's usage over it."""
+        if type(obj) is dict:
+            typ = obj.get("type")
+            if typ == "message_start":
+                m = obj.get("message")
+                return merge_usage(usage, m.get("usage")) if isinstance(m, dict) else usage
+            if typ == "message_delta":
+                return merge_usage(usage, obj.get("usage"))
+        return usage
 
     def carries_output(self, data: bytes) -> bool:
         if b'"content_block_delta"' in data:
@@ -714,17 +741,14 @@ _REQUEST_API: dict[bytes, LlmApi] = {}
 
 
 def api_for_request(data: bytes) -> LlmApi:
-    """The API of a complete HTTP/1.1 request (its request line's path), memoized per path."""
-    sp = data.find(b" ", 0, 16)
-    ep = data.find(b" ", sp + 1, sp + 8192) if sp > 0 else -1
-    if ep < 0:
-        return HTTP
-    path = data[sp + 1 : ep]
-    api = _REQUEST_API.get(path)
+    """The API of a complete HTTP/1.1 request (its request line's path), memoized per line."""
+    line = data[: data.find(b"\r\n", 0, 8192)]
+    api = _REQUEST_API.get(line)
     if api is None:
-        api = api_for_path(path.decode("latin-1"))
+        parts = line.split(b" ")
+        api = api_for_path(parts[1].decode("latin-1")) if len(parts) == 3 else HTTP
         if len(_REQUEST_API) < 4096:
-            _REQUEST_API[path] = api
+            _REQUEST_API[line] = api
     return api
 
 
