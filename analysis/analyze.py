@@ -7,9 +7,10 @@ from typing import Any
 
 import duckdb
 
+from shadowreplay.durations import format_duration
+
 from . import fmt
 from .session import Sources, has_column_data, materialize, query, scalar
-from .units import format_duration
 
 KEY = ("kind", "model", "client_id")
 # The lat columns the analyze queries read (kept in memory once, see session.materialize).

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.errors import ConfigError
 
 DEFAULT_WINDOW = "5s"
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     a.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
-    a.add_argument("--window", default=DEFAULT_WINDOW, help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
+    add_duration_flag(a, "--window", default=DEFAULT_WINDOW, bare="s", help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
     _dataset_options(a)
     a.set_defaults(func=_cmd_analyze)
 
@@ -58,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("a", metavar="A", help="baseline dataset (a replay or a recording)")
     c.add_argument("b", metavar="B", help="dataset compared with A")
     c.add_argument("--slo", help="SLOs for goodput, e.g. ttft=500ms,e2e=5s")
-    c.add_argument("--bucket", default="auto", help="slot size for the per-slot comparison (default: about 12 slots)")
+    add_duration_flag(c, "--bucket", default="auto", bare="s", auto=True, help="slot size for the per-slot comparison (default auto: about 12 slots)")
     c.add_argument("--aa", nargs=2, metavar=("X", "Y"),
                    help="an A/A pair (two runs of one setup, e.g. two replays into identical shadows): its ratios are "
                         "shown beside every verdict as the noise floor, and a change no larger is not called a change")
@@ -91,22 +92,18 @@ def _dataset_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_warmup_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warmup", default="0s", metavar="DURATION",
-                   help="leave the first DURATION of each run out of every figure (e.g. 2m; default 0s)")
-
-
-def _warmup_s(args) -> float:
-    from .units import parse_duration_s
-
-    return 0.0 if args.warmup in ("0", "0s") else parse_duration_s(args.warmup)
+    add_duration_flag(p, "--warmup", default="0s", bare="s", zero=True,
+                      help="leave the first DURATION of each run out of every figure (e.g. 2m; default 0s)")
 
 
 def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str, prefix: str,
                         period_help: str | None = None, bucket_help: str | None = None) -> None:
     """The anomaly-search options, shared by `analyze anomalies` and `report` (same names, same
     defaults; `report` alone may leave the fold to `auto`)."""
-    p.add_argument("--period", default=period, help=period_help or f"{prefix}period to fold onto (default {period}; units ms s m h d w)")
-    p.add_argument("--bucket", default=bucket, help=bucket_help or f"{prefix}slot size within the period (default {bucket})")
+    add_duration_flag(p, "--period", default=period, bare="s", auto=period == "auto",
+                      help=period_help or f"{prefix}period to fold onto (default {period})")
+    add_duration_flag(p, "--bucket", default=bucket, bare="s", auto=bucket == "auto",
+                      help=bucket_help or f"{prefix}slot size within the period (default {bucket})")
     p.add_argument("--metric", choices=("all", "ttft", "e2e", "itl"), default="all",
                    help=f"{prefix}latency judged (default all: TTFT, E2E and ITL together)")
     p.add_argument("--tp99-ratio", type=float, default=1.5,
@@ -120,7 +117,8 @@ def add_anomaly_options(p: argparse.ArgumentParser, *, period: str, bucket: str,
     p.add_argument("--min-share", type=float, default=0.5, help=f"{prefix}...and in at least this share of the periods seen (default 0.5)")
     p.add_argument("--min-requests", type=int, default=10, help=f"{prefix}cells with fewer requests are not judged (default 10)")
     p.add_argument("--long-factor", type=float, default=2.0, help=f"{prefix}a long prompt is >= this x the typical mean (default 2)")
-    p.add_argument("--corr-window", default="10s", help=f"{prefix}window for the engine-metrics correlation (default 10s)")
+    add_duration_flag(p, "--corr-window", default="10s", bare="s",
+                      help=f"{prefix}window for the engine-metrics correlation (default 10s)")
 
 
 def _cmd_sql(args) -> int:
@@ -129,22 +127,20 @@ def _cmd_sql(args) -> int:
     return run(args.paths, query=args.query, file=args.file, csv=args.csv, max_rows=args.max_rows)
 
 
-def _anomaly_params(args, allow_auto: bool = False):
-    """AnomalyParams from the shared options. With allow_auto, period_s / bucket_s are None where
-    the option is `auto` (the report picks them from the data's span)."""
+def _anomaly_params(args):
+    """AnomalyParams from the shared options. period_s / bucket_s are None where the option is
+    `auto` (only `report` allows it: it picks them from the data's span)."""
     from .anomalies import AnomalyParams
-    from .units import parse_duration_s
 
-    period = None if allow_auto and args.period == "auto" else parse_duration_s(args.period)
-    bucket = None if allow_auto and args.bucket == "auto" else parse_duration_s(args.bucket)
+    period, bucket = args.period, args.bucket
     if period is not None and bucket is not None and bucket > period:
-        raise ConfigError(f"--bucket {args.bucket} is longer than --period {args.period}")
+        raise ConfigError(f"--bucket {format_duration(bucket)} is longer than --period {format_duration(period)}")
     if args.min_periods < 1:
         raise ConfigError("--min-periods must be at least 1")
     return AnomalyParams(
         period_s=period, bucket_s=bucket, metric=args.metric, tp99_ratio=args.tp99_ratio, min_z=args.min_z, alpha=args.alpha, prompt_ratio=args.prompt_ratio,
         min_periods=args.min_periods, min_share=args.min_share, min_requests=args.min_requests, long_factor=args.long_factor,
-        corr_window_s=parse_duration_s(args.corr_window),
+        corr_window_s=args.corr_window,
     )
 
 
@@ -154,7 +150,7 @@ def _cmd_anomalies(args) -> int:
     from .session import open_dataset
 
     params = _anomaly_params(args)
-    con, src, table = open_dataset(args.paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
+    con, src, table = open_dataset(args.paths, args.table, args.threads, args.memory_limit, args.warmup)
     res = an.compute(con, src, table, params)
     print(fmt.to_json(res) if args.json else an.render(res))
     return 0
@@ -163,27 +159,23 @@ def _cmd_anomalies(args) -> int:
 def _cmd_analyze(args) -> int:
     from . import analyze, fmt
     from .session import open_dataset
-    from .units import parse_duration_s, parse_slo
-
-    paths = list(args.paths)
+    from .units import parse_slo
 
     slo = parse_slo(args.slo)
-    window = parse_duration_s(args.window)
-    con, src, table = open_dataset(paths, args.table, args.threads, args.memory_limit, _warmup_s(args))
-    res = analyze.compute(con, src, table, slo, window)
+    con, src, table = open_dataset(list(args.paths), args.table, args.threads, args.memory_limit, args.warmup)
+    res = analyze.compute(con, src, table, slo, args.window)
     print(fmt.to_json(res) if args.json else analyze.render(res))
     return 0
 
 
 def _cmd_compare(args) -> int:
     from . import compare, fmt
-    from .units import parse_duration_s, parse_slo
+    from .units import parse_slo
 
-    bucket = None if args.bucket == "auto" else parse_duration_s(args.bucket)
     if args.replicates < 100:
         raise ConfigError("--replicates must be at least 100")
-    res = compare.compute(args.a, args.b, parse_slo(args.slo), bucket, aa=compare.sides_for_cli(args.a, args.b, args.aa),
-                          where=args.where, warmup_s=_warmup_s(args), level=args.level, reps=args.replicates)
+    res = compare.compute(args.a, args.b, parse_slo(args.slo), args.bucket, aa=compare.sides_for_cli(args.a, args.b, args.aa),
+                          where=args.where, warmup_s=args.warmup, level=args.level, reps=args.replicates)
     print(fmt.to_json(res) if args.json else compare.render(res))
     return 0
 
@@ -192,7 +184,7 @@ def _cmd_report(args) -> int:
     from . import report
     from .units import parse_slo
 
-    params = _anomaly_params(args, allow_auto=True)
+    params = _anomaly_params(args)
     out = report.build(args.paths, Path(args.out), table=args.table, slo=parse_slo(args.slo), params=params, title=args.title)
     print(f"report written to {out}", file=sys.stderr)
     return 0

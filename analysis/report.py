@@ -10,12 +10,12 @@ import html
 from pathlib import Path
 from typing import Any
 
+from shadowreplay.durations import format_duration
 from shadowreplay.errors import ConfigError
 
 from . import analyze, anomalies, fmt, svg
 from .anomalies import DAY, WEEK, WEEKDAYS, AnomalyParams, slot_label
 from .session import open_dataset, query
-from .units import format_duration
 
 KEEP = sorted(set(analyze.KEEP) | {"prompt_len", "route", "fold_t", "tpot_mean_ms"})
 NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)

@@ -8,7 +8,7 @@ to an observer that returns each chunk unchanged), so SSE reaches the client as 
 Options (mitmproxy `--set name=value`, also settable in mitmweb):
     shadowreplay_out, shadowreplay_key_file, shadowreplay_prefix_chars, shadowreplay_body_cap,
     shadowreplay_stream_cap, shadowreplay_rotate_seconds, shadowreplay_rotate_bytes,
-    shadowreplay_queue_size, shadowreplay_metrics_url, shadowreplay_metrics_interval,
+    shadowreplay_queue_size, shadowreplay_header_count_cap, shadowreplay_header_bytes_cap, shadowreplay_metrics_url, shadowreplay_metrics_interval,
     shadowreplay_writer (process | thread)
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from .exchange import Exchange, HttpExchange, RowOptions
+from .writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP
 
 log = logging.getLogger("shadowreplay.recorder")
 
@@ -43,15 +44,10 @@ def _inside(child: Path, parent: Path) -> bool:
 
 
 def _seconds(value: str, name: str) -> float:
-    from shadowreplay.errors import ConfigError
+    """An option's duration: `60s`, `500ms`; a bare number is seconds (the option's name says so)."""
+    from shadowreplay.durations import parse_duration
 
-    try:
-        v = float(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, not {value!r}") from None
-    if not v > 0:
-        raise ConfigError(f"{name} must be > 0")
-    return v
+    return parse_duration(value, flag=name, bare="s", quiet=True)
 
 
 WRITERS = ["process", "thread"]
@@ -83,7 +79,7 @@ class Recorder:
             "shadowreplay_stream_cap", int, 16 << 20, "Raw bytes of one streamed response kept for reassembly."
         )
         loader.add_option(
-            "shadowreplay_rotate_seconds", str, "60", "Start a new Parquet file after this many seconds (a number)."
+            "shadowreplay_rotate_seconds", str, "60", "Start a new Parquet file after this long (60s, 500ms; a bare number is seconds)."
         )
         loader.add_option(
             "shadowreplay_rotate_bytes", int, 64 << 20, "Start a new Parquet file after this many buffered bytes."
@@ -92,9 +88,17 @@ class Recorder:
             "shadowreplay_queue_size", int, 10_000, "Exchanges waiting for the writer; more are dropped and counted."
         )
         loader.add_option(
+            "shadowreplay_header_count_cap", int, HEADER_COUNT_CAP, "Headers of one message kept at most; over it they are not kept."
+        )
+        loader.add_option(
+            "shadowreplay_header_bytes_cap", int, HEADER_BYTES_CAP, "Header bytes of one message kept at most; over it they are not kept."
+        )
+        loader.add_option(
             "shadowreplay_metrics_url", str, "", "Upstream Prometheus /metrics URL to sample into DIR/engine_metrics/."
         )
-        loader.add_option("shadowreplay_metrics_interval", str, "1", "Seconds between /metrics samples (a number).")
+        loader.add_option(
+            "shadowreplay_metrics_interval", str, "1", "Time between /metrics samples (1s, 500ms; a bare number is seconds)."
+        )
         loader.add_option(
             "shadowreplay_writer",
             str,
@@ -131,7 +135,7 @@ class Recorder:
             if _inside(kf, out):
                 raise ConfigError(f"the key file {kf} is inside the output folder {out}; keep keys away from the data")
         key = load_key(key_file)
-        for name in ("prefix_chars", "body_cap", "stream_cap", "rotate_bytes", "queue_size"):
+        for name in ("prefix_chars", "body_cap", "stream_cap", "rotate_bytes", "queue_size", "header_count_cap", "header_bytes_cap"):
             if getattr(o, f"shadowreplay_{name}") <= 0:
                 raise ConfigError(f"shadowreplay_{name} must be > 0")
         rotate_s = _seconds(o.shadowreplay_rotate_seconds, "shadowreplay_rotate_seconds")
@@ -151,6 +155,8 @@ class Recorder:
             rotate_seconds=rotate_s,
             rotate_bytes=o.shadowreplay_rotate_bytes,
             queue_size=o.shadowreplay_queue_size,
+            header_count_cap=o.shadowreplay_header_count_cap,
+            header_bytes_cap=o.shadowreplay_header_bytes_cap,
         )
         if o.shadowreplay_writer == "process":
             from .process_writer import ProcessWriter

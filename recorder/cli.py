@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shadowreplay.durations import add_duration_flag, format_duration
+
 
 def addon_path() -> Path:
     """The script to give mitmproxy's -s (inside the installed package)."""
@@ -35,10 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="dataset folder to write (OUT/requests/date=/hour=/*.parquet)")
     p.add_argument("--key-file", help="scrub key file (else env SHADOWREPLAY_SCRUB_KEY); never inside --out")
     p.add_argument("--metrics-url", help="upstream Prometheus /metrics URL to sample into OUT/engine_metrics/")
-    p.add_argument("--metrics-interval", type=float, default=1.0, help="seconds between /metrics samples")
+    add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between /metrics samples (default 1s)")
     p.add_argument("--prefix-chars", type=int, default=1000, help="prefix_hash covers the first N prompt chars")
     p.add_argument("--body-cap", type=int, default=1 << 20, help="bytes of body / chars of text kept per row")
-    p.add_argument("--rotate-seconds", type=float, default=60.0, help="new Parquet file after this many seconds")
+    add_duration_flag(p, "--rotate", default="60s", deprecated={"--rotate-seconds": "s"},
+                      help="start a new Parquet file after DURATION (default 60s)")
     p.add_argument("--rotate-bytes", type=int, default=64 << 20, help="new Parquet file after this many bytes")
     p.add_argument("--queue-size", type=int, default=10_000, help="exchanges waiting for the writer before drops")
     p.add_argument(
@@ -57,7 +60,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
         "shadowreplay_out": str(Path(args.out).expanduser().resolve()),
         "shadowreplay_prefix_chars": args.prefix_chars,
         "shadowreplay_body_cap": args.body_cap,
-        "shadowreplay_rotate_seconds": args.rotate_seconds,
+        "shadowreplay_rotate_seconds": format_duration(args.rotate),
         "shadowreplay_rotate_bytes": args.rotate_bytes,
         "shadowreplay_queue_size": args.queue_size,
         "flow_detail": 0,  # no per-flow console output (it would print request lines)
@@ -71,7 +74,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
         sets["shadowreplay_writer"] = args.writer
     if args.metrics_url:
         sets["shadowreplay_metrics_url"] = args.metrics_url
-        sets["shadowreplay_metrics_interval"] = args.metrics_interval
+        sets["shadowreplay_metrics_interval"] = format_duration(args.metrics_interval)
     cmd = mitmdump_command() + [
         "--mode",
         f"reverse:{args.upstream}",
@@ -110,8 +113,6 @@ def _validate(args: argparse.Namespace) -> None:
     for name in ("prefix_chars", "body_cap", "rotate_bytes", "queue_size", "listen_port"):
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
-    if args.rotate_seconds <= 0 or args.metrics_interval <= 0:
-        raise ConfigError("--rotate-seconds and --metrics-interval must be > 0")
 
 
 def run(args: argparse.Namespace) -> int:

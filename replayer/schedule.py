@@ -8,7 +8,6 @@ per row is built here.
 from __future__ import annotations
 
 import datetime as dt
-import re
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shadowreplay.dataset import checked_columns, duckdb_type, find_tables, parquet_files
+from shadowreplay.durations import TimePoint, parse_time
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
 
@@ -29,15 +29,11 @@ OPTIONAL = (
     "grpc_messages", "e2e_ms",
 )
 
-_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_OFFSET = re.compile(r"^\+?(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-
-
 @dataclass(frozen=True)
 class Filters:
     where: str | None = None
-    start: str | None = None
-    end: str | None = None
+    start: str | TimePoint | None = None  # shadowreplay.durations forms: ISO time or offset
+    end: str | TimePoint | None = None
     limit: int | None = None
     lead_in_s: float = 0.0  # also select this much before --start (the lead-in)
 
@@ -59,23 +55,7 @@ class Selection:
 
 
 def _sql(name: str) -> str:
-    return resources.files("replayer").joinpath("sql", name).read_text()
-
-
-def parse_time(value: str, first: dt.datetime) -> dt.datetime:
-    """An absolute ISO-8601 time (UTC if no zone), or an offset from the recording's first
-    request: `90`, `90s`, `1500ms`, `5m`, `1.5h` (optionally with a leading +)."""
-    v = value.strip()
-    m = _OFFSET.match(v)
-    if m:
-        return first + dt.timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2) or "s"])
-    try:
-        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(
-            f"bad time {value!r}: give an ISO time (2026-11-29T10:00:00Z) or an offset (90s, 5m, 1h)"
-        ) from None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return resources.files(__package__).joinpath("sql", name).read_text()
 
 
 def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
@@ -126,8 +106,8 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         raise DatasetError(f"{root / REQUESTS}: the recording holds no requests")
     first = first.astimezone(dt.timezone.utc)
     last = last.astimezone(dt.timezone.utc)
-    start = parse_time(filters.start, first) if filters.start else first
-    end = parse_time(filters.end, first) if filters.end else last + dt.timedelta(microseconds=1)
+    start = parse_time(filters.start, first, flag="--start") if filters.start else first
+    end = parse_time(filters.end, first, flag="--end") if filters.end else last + dt.timedelta(microseconds=1)
     if end <= start:
         raise ConfigError(f"--end ({end.isoformat()}) is not after --start ({start.isoformat()})")
     if filters.limit is not None and filters.limit < 1:

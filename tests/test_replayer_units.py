@@ -8,10 +8,11 @@ import json
 import pyarrow as pa
 import pytest
 
+from shadowreplay.durations import parse_time
 from shadowreplay.replayer.body import BodyOptions, build_body, build_headers, parse_headers, parse_model_map, request_bytes
 from shadowreplay.replayer.routes import parse_route, parse_target
 from shadowreplay.replayer.safety import check_targets, recorded_endpoints
-from shadowreplay.replayer.schedule import offsets_ns, parse_time
+from shadowreplay.replayer.schedule import offsets_ns
 from shadowreplay.errors import ConfigError
 
 OPTS = BodyOptions({"prod-model": "tiny"})

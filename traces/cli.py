@@ -7,6 +7,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from shadowreplay.durations import deprecation_note, time_point_arg
 from shadowreplay.errors import ConfigError
 
 IMPORT_FORMATS = ("azure-llm", "burstgpt", "mooncake", "openai-jsonl")
@@ -28,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-text", action="store_true", help="timestamps and lengths only, no request bodies (fast path)")
     p.add_argument("--jitter-within-step", action="store_true",
                    help="spread timestamps bunched into steps (Mooncake: 3 s) uniformly and deterministically within their step")
-    p.add_argument("--start", default=None, metavar="ISO_TIME",
-                   help="where relative timestamps (BurstGPT, Mooncake) start (default 2024-01-01T00:00:00Z)")
+    p.add_argument("--origin", default=None, metavar="ISO_TIME",
+                   help="where relative timestamps (BurstGPT, Mooncake) are placed (default 2024-01-01T00:00:00Z)")
+    p.add_argument("--start", type=time_point_arg("--start"), metavar="TIME",
+                   help="import the rows from this time: ISO time or offset from the trace's first row (90s, 5m), as in replay")
+    p.add_argument("--end", type=time_point_arg("--end"), metavar="TIME", help="...up to this time (exclusive), same forms as --start")
     p.add_argument("--limit", type=int, metavar="N", help="import the first N rows only")
     p.add_argument("--verify", choices=("sample", "all"), default="sample",
                    help="re-tokenize every 64th synthesized prompt (sample, default) or every one (all)")
@@ -49,14 +53,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=cmd_export)
 
 
-def _start_us(s: str | None) -> int:
+RELATIVE_FORMATS = ("burstgpt", "mooncake")  # timestamps counted from the trace's start, placed at --origin
+
+
+def _origin_us(s: str | None) -> int:
     from .importer import DEFAULT_START
 
     text = s or DEFAULT_START
     try:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"--start {text!r}: not an ISO-8601 time") from None
+        raise ConfigError(f"--origin {text!r}: not an ISO-8601 time") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=dt.timezone.utc)
     return round(t.timestamp() * 1_000_000)
@@ -71,12 +78,18 @@ def cmd_import(args) -> int:
         raise ConfigError("--no-text and --tokenizer contradict each other")
     if args.limit is not None and args.limit < 0:
         raise ConfigError("--limit must be >= 0")
+    origin, start = args.origin, args.start
+    if start is not None and start.absolute is not None and origin is None and args.format in RELATIVE_FORMATS:
+        # before --origin, --start ISO_TIME placed relative timestamps; it keeps that meaning for now
+        deprecation_note(f"import --start {start.text} places the trace; write --origin {start.text} "
+                         "(--start with --origin selects the rows from that time)")
+        origin, start = start.text, None
     tok = open_tokenizer(args.tokenizer, args.model) if args.tokenizer else None
     text = "none" if args.no_text else ("exact" if tok is not None else "approx")
     report = Report(quiet=args.quiet)
     o = ImportOptions(fmt=args.format, path=args.file, out=args.out, tokenizer=tok, text=text, model=args.model,
-                      chat=args.chat, jitter_within_step=args.jitter_within_step, start_us=_start_us(args.start),
-                      limit=args.limit, append=args.append, verify=args.verify)
+                      chat=args.chat, jitter_within_step=args.jitter_within_step, start_us=_origin_us(origin),
+                      start=start, end=args.end, limit=args.limit, append=args.append, verify=args.verify)
     run_import(o, report)
     print(f"import {args.format} {args.file.name} -> {args.out}: {report.summary()}", file=sys.stderr)
     return 0

@@ -7,6 +7,7 @@ a time-ordered file gives one Parquet file per hour)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import sys
@@ -22,6 +23,7 @@ import pyarrow.compute as pc
 
 from shadowreplay import llmapi
 from shadowreplay.dataset import parquet_files, write_table
+from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError
 from shadowreplay.schema import REQUESTS, TS
 
@@ -53,7 +55,9 @@ class ImportOptions:
     model: str | None = None
     chat: bool = False
     jitter_within_step: bool = False
-    start_us: int = 0
+    start_us: int = 0  # where relative timestamps (BurstGPT, Mooncake) are placed: --origin
+    start: TimePoint | None = None  # import rows from this time (an offset counts from the first row)
+    end: TimePoint | None = None  # ...up to this one, exclusive
     limit: int | None = None
     append: bool = False
     progress: bool | None = None  # None: when stderr is a TTY
@@ -410,16 +414,26 @@ def _pump(o: ImportOptions, stem: str, report: Report, writer: HourWriter, synth
     progress = sys.stderr.isatty() if o.progress is None else o.progress
     t0 = last = time.monotonic()
     taken = 0
+    window = None
     for c in READERS[o.fmt](o.path, report, start_us=o.start_us, tokenizer=o.tokenizer):
+        ts = c.ts_us  # the rows' times as written (spread within their step with --jitter-within-step)
+        if step_us:
+            ts = ts + np.floor(unit_floats(o.fmt, stem, c.row) * step_us).astype(np.int64)
+        if (o.start is not None or o.end is not None) and len(c):
+            window = window or _window_us(o, int(c.ts_us[0]))
+            keep = np.flatnonzero((ts >= window[0]) & (ts < window[1]))
+            if len(keep) < len(c):
+                c, ts = _take(c, keep), ts[keep]
+            if not len(c):
+                continue
         if o.limit is not None:
             if taken >= o.limit:
                 break
             if taken + len(c) > o.limit:
-                c = _head(c, o.limit - taken)
+                c, ts = _head(c, o.limit - taken), ts[: o.limit - taken]
         taken += len(c)
         checker.check(c)
-        if step_us:
-            c.ts_us = c.ts_us + np.floor(unit_floats(o.fmt, stem, c.row) * step_us).astype(np.int64)
+        c.ts_us = ts
         writer.add(build_table(c, o, stem, synth, report, seen_ids), c.ts_us)
         now = time.monotonic()
         if progress and now - last >= 1.0:
@@ -436,11 +450,26 @@ def _pump(o: ImportOptions, stem: str, report: Report, writer: HourWriter, synth
         report.counts["adjusted_tail"] = synth.adjusted_rows
 
 
-def _head(c: Chunk, k: int) -> Chunk:
-    def cut(v):
-        return None if v is None else v[:k]
+def _window_us(o: ImportOptions, first_us: int) -> tuple[int, int]:
+    """--start/--end in microseconds; offsets count from `first_us`, the first row's time."""
+    first = dt.datetime.fromtimestamp(first_us / 1e6, dt.timezone.utc)
+    lo = round(o.start.at(first).timestamp() * 1e6) if o.start is not None else -(1 << 62)
+    hi = round(o.end.at(first).timestamp() * 1e6) if o.end is not None else 1 << 62
+    if hi <= lo:
+        raise ConfigError(f"--end ({o.end}) is not after --start ({o.start})")
+    return lo, hi
 
-    return Chunk(row=c.row[:k], ts_us=c.ts_us[:k], prompt_tokens=c.prompt_tokens[:k],
-                 completion_tokens=c.completion_tokens[:k], model=cut(c.model), client_id=cut(c.client_id),
+
+def _take(c: Chunk, idx: np.ndarray) -> Chunk:
+    """The rows `idx` (ascending positions) of `c`."""
+    def cut(v):
+        return None if v is None else [v[i] for i in idx.tolist()]
+
+    return Chunk(row=c.row[idx], ts_us=c.ts_us[idx], prompt_tokens=c.prompt_tokens[idx],
+                 completion_tokens=c.completion_tokens[idx], model=cut(c.model), client_id=cut(c.client_id),
                  hash_ids=cut(c.hash_ids), request_body=cut(c.request_body), kind=cut(c.kind),
                  request_id=cut(c.request_id))
+
+
+def _head(c: Chunk, k: int) -> Chunk:
+    return _take(c, np.arange(k))
