@@ -20,7 +20,8 @@ from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt, stats
 from .session import (
-    choose_table, connect, find_sources, first_line, has_column_data, query, register_lat, register_views, scalar, sql_text,
+    choose_table, connect, find_sources, first_line, has_column_data, query, query_arrays, register_lat, register_views, scalar,
+    sql_text,
 )
 from .units import format_duration
 
@@ -30,6 +31,9 @@ NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 
 LATENCY = (("TTFT P50", "ttft", 0.5), ("TTFT P95", "ttft", 0.95), ("TTFT P99", "ttft", 0.99),
            ("E2E P50", "e2e", 0.5), ("E2E P95", "e2e", 0.95), ("E2E P99", "e2e", 0.99), ("ITL P99", "itl", 0.99))
 SHARES = (("error rate", "failed", True), ("goodput share", "good", False))  # (label, count, lower is better)
+# The lat columns kept in memory per side (a --where may use any of them).
+KEEP = ("run", "request_id", "t", "fold_t", "kind", "model", "client_id", "route", "status", "failed", "ttft_ms", "e2e_ms",
+        "tpot_mean_ms", "prompt_tokens", "completion_tokens", "prompt_len", "send_lag_ms")
 GROUP_FIGURES = ("TTFT P50", "TTFT P95", "TTFT P99", "E2E P50", "E2E P95", "E2E P99", "goodput share")
 
 
@@ -77,7 +81,13 @@ def _register(con, path: str, schema: str) -> Side:
     side.table = tables.pop()
     side.sources = descs[0] if len(descs) == 1 else f"{len(descs)} runs, e.g. {descs[0]}"
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-    con.execute(f"CREATE OR REPLACE VIEW {schema}.lat AS " + " UNION ALL ".join(parts))
+    # Every run's Parquet read once, into memory, with the columns the queries and a --where use.
+    try:
+        con.execute("SET preserve_insertion_order = false")
+        con.execute(f"CREATE OR REPLACE TABLE {schema}.lat_mat AS SELECT {', '.join(KEEP)} FROM (" + " UNION ALL ".join(parts) + ")")
+    except duckdb.Error as e:
+        raise DatasetError(f"cannot read {path}: {first_line(e)}") from None
+    con.execute(f"CREATE OR REPLACE VIEW {schema}.lat AS SELECT * FROM {schema}.lat_mat")
     side.requests = scalar(con, f"SELECT count(*) FROM {schema}.lat")
     return side
 
@@ -96,28 +106,38 @@ def _load(con, side: Side, params: dict[str, Any], subset: str) -> None:
     finally:
         con.execute("SET schema = 'main'")
     run_ids = list(range(side.runs))
-    bins = _arrays(query(con, "compare_bins", params | {"log_step": stats.LOG_STEP}, schema=side.schema))
-    for key in sorted(set(zip(bins["grp"], bins["grp_key"], bins["metric"]))):
-        m = (bins["grp"] == key[0]) & (bins["grp_key"] == key[1]) & (bins["metric"] == key[2])
-        side.hists[key] = stats.Hist.from_arrays(bins["run"][m], bins["bin"][m], bins["n"][m], runs=run_ids)
-    counts = _arrays(query(con, "compare_counts", params, schema=side.schema))
-    for key in sorted(set(zip(counts["grp"], counts["grp_key"]))):
-        m = (counts["grp"] == key[0]) & (counts["grp_key"] == key[1])
-        per_run = {c: np.zeros(side.runs) for c in ("requests", "failed", "good", "tokens", "span_s")}
-        for c in per_run:
-            np.put(per_run[c], counts["run"][m].astype(int), np.nan_to_num(counts[c][m].astype(float)))
-        side.counts[key] = per_run
+    b = query_arrays(con, "compare_bins", params | {"log_step": stats.LOG_STEP}, schema=side.schema)
+    for grp, key, m in _group_masks(b, subset != "TRUE"):
+        for metric in ("ttft", "e2e", "itl"):
+            mm = m & (b["metric"] == metric)
+            if mm.any():
+                side.hists[(grp, key, metric)] = stats.Hist.from_arrays(b["run"][mm], b["bin"][mm], b["n"][mm], runs=run_ids)
+    c = query_arrays(con, "compare_counts", params, schema=side.schema)
+    for grp, key, m in _group_masks(c, subset != "TRUE"):
+        per_run = {k: np.zeros(side.runs) for k in ("requests", "failed", "good", "tokens", "span_s")}
+        runs = c["run"][m].astype(int)
+        for k in ("requests", "failed", "good", "tokens"):
+            np.add.at(per_run[k], runs, c[k][m].astype(float))
+        for r in np.unique(runs):  # a group's span: its first start to its last end, per run
+            rm = m & (c["run"] == r)
+            per_run["span_s"][r] = max(float(np.max(c["t_last"][rm]) - np.min(c["t_first"][rm])), 1e-3)
+        side.counts[(grp, key)] = per_run
     side.send_lag = query(con, "send_lag", schema=side.schema)[0]
 
 
-def _arrays(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    cols = ("grp", "grp_key", "metric", "run", "bin", "n", "requests", "failed", "good", "tokens", "span_s")
-    out = {}
-    for c in cols:
-        if rows and c in rows[0]:
-            vals = [r[c] for r in rows]
-            out[c] = np.array(vals, dtype=object if c in ("grp", "grp_key", "metric") else float)
-    return out
+def _group_masks(a: dict[str, np.ndarray], subset: bool):
+    """(group, key, row mask) of every group reported: the whole run, each slot, each client and
+    the --where subset, from rows at the finest grain (run, slot, client, in_subset)."""
+    n = len(a["run"])
+    yield "all", "", np.ones(n, dtype=bool)
+    slot = a["slot"]
+    for k in np.unique(slot):
+        yield "slot", str(int(k)), slot == k
+    client = np.asarray(a["client"], dtype=object)
+    for k in sorted(set(client.tolist())):
+        yield "client", k, client == k
+    if subset:
+        yield "subset", "", np.asarray(a["in_subset"], dtype=bool)
 
 
 def _figure(sa: Side, sb: Side, grp: str, key: str, label: str, reps: int, level: float, floor: dict | None) -> stats.Estimate:
@@ -214,7 +234,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
         if s.requests == 0:
             notes.append(f"{s.path}: {s.table} holds no rows" + (" after the warm-up" if warmup_s else ""))
     params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
-    span = scalar(con, f"SELECT max(epoch(t)) - min(epoch(t)) FROM {sa.schema}_0.lat") or 0.0
+    span = scalar(con, f"SELECT max(epoch(t)) - min(epoch(t)) FROM {sa.schema}.lat WHERE run = 0") or 0.0
     bucket = bucket_s or _nice_bucket(span)
     params["cmp_bucket_s"] = bucket
     for s in sides.values():
@@ -229,8 +249,8 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
         floor = _floor_of(aa_res)
     figs = _figures(sa, sb, reps, level, floor, bucket)
     lag = {n: _lag(s) for n, s in (("a", sa), ("b", sb)) if s.send_lag and s.send_lag["requests"]}
-    con.execute(f"CREATE OR REPLACE VIEW fid_a AS SELECT * FROM {sa.schema}_0.lat")
-    con.execute(f"CREATE OR REPLACE VIEW fid_b AS SELECT * FROM {sb.schema}_0.lat")
+    con.execute(f"CREATE OR REPLACE VIEW fid_a AS SELECT * FROM {sa.schema}.lat WHERE run = 0")
+    con.execute(f"CREATE OR REPLACE VIEW fid_b AS SELECT * FROM {sb.schema}.lat WHERE run = 0")
     fid = query(con, "fidelity")[0]
     fidelity = None
     if fid["matched"]:

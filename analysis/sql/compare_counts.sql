@@ -1,15 +1,17 @@
 -- Counts behind the proportions of `compare` (error rate, goodput share) and output tokens per
--- second, per group (as compare_bins.sql) and run. Needs compare_lat.sql first.
+-- second, per run, slot, client and --where subset (summed into groups by analysis/compare.py;
+-- a group's span is from its first start to its last end). Needs compare_lat.sql first.
+-- Parameter: cmp_bucket_s.
 SELECT
-    CASE WHEN grouping(slot) = 0 THEN 'slot' WHEN grouping(client) = 0 THEN 'client'
-         WHEN grouping(in_subset) = 0 THEN 'subset' ELSE 'all' END AS grp,
-    coalesce(slot::VARCHAR, client, '') AS grp_key,
     run,
+    floor(rel_s / getvariable('cmp_bucket_s'))::INTEGER AS slot,
+    client,
+    in_subset,
     count(*) AS requests,
     count(*) FILTER (WHERE failed) AS failed,
     count(*) FILTER (WHERE good) AS good,
-    sum(completion_tokens) FILTER (WHERE NOT failed) AS tokens,
-    greatest(max(t_end_s) - min(t_s), 1e-3) AS span_s
+    coalesce(sum(completion_tokens) FILTER (WHERE NOT failed), 0) AS tokens,
+    min(t_s) AS t_first,
+    max(t_end_s) AS t_last
 FROM cmp_lat
-GROUP BY GROUPING SETS ((run), (slot, run), (client, run), (in_subset, run))
-HAVING grouping(in_subset) = 1 OR in_subset;
+GROUP BY ALL;

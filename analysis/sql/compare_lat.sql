@@ -1,22 +1,23 @@
 -- `cmp_lat`: a side of `compare` (its `lat`, one row per request of each run) with the slot of
 -- each request counted from its own run's first request, and whether it is in the --where subset.
--- Parameters: cmp_bucket_s. :subset is replaced by the user's --where predicate (TRUE without one).
-CREATE OR REPLACE TEMP VIEW cmp_lat AS
+-- Parameters: cmp_bucket_s, slo_*_ms. :subset is replaced by the user's --where predicate (TRUE
+-- without one). ITL is the per-request mean (e2e - ttft) / (tokens - 1), as in the anomaly fold.
+CREATE OR REPLACE VIEW cmp_lat AS
 WITH starts AS (SELECT run, min(epoch(t)) AS t0 FROM lat GROUP BY run)
 SELECT
     lat.run,
-    floor((epoch(t) - t0) / getvariable('cmp_bucket_s'))::INTEGER AS slot,
+    epoch(t) - t0 AS rel_s,
     coalesce(client_id, '(unknown)') AS client,
     coalesce((:subset), false) AS in_subset,
     failed,
     ttft_ms,
     e2e_ms,
-    tpot_ms,
+    tpot_mean_ms AS tpot_ms,
     coalesce(
         NOT failed
         AND (getvariable('slo_ttft_ms') IS NULL OR coalesce(ttft_ms, e2e_ms) <= getvariable('slo_ttft_ms'))
         AND (getvariable('slo_e2e_ms') IS NULL OR e2e_ms <= getvariable('slo_e2e_ms'))
-        AND (getvariable('slo_itl_ms') IS NULL OR tpot_ms <= getvariable('slo_itl_ms')),
+        AND (getvariable('slo_itl_ms') IS NULL OR tpot_mean_ms <= getvariable('slo_itl_ms')),
         false) AS good,
     completion_tokens,
     epoch(t) + coalesce(e2e_ms, 0) / 1000.0 AS t_end_s,
