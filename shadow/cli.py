@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.errors import ConfigError, ShadowReplayError
 
 from .engine import DEFAULT_KV_CACHE_GIB, DEFAULT_READY_TIMEOUT_S, SCHEDULING_POLICIES
@@ -59,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--dtype", default="bfloat16", help="weights dtype (default bfloat16)")
     up.add_argument("--foreground", action="store_true", help="stay attached; Ctrl-C stops the server")
     up.add_argument("--log", metavar="FILE", help="server log (default: RUN_DIR/shadow-PORT.log)")
-    up.add_argument("--ready-timeout", type=float, default=DEFAULT_READY_TIMEOUT_S, help="seconds to wait for readiness")
+    add_duration_flag(up, "--ready-timeout", default=format_duration(DEFAULT_READY_TIMEOUT_S), bare="s",
+                      help=f"how long to wait for readiness (default {format_duration(DEFAULT_READY_TIMEOUT_S)})")
     add_engine_flags(up)
     up.set_defaults(func=cmd_up)
 
