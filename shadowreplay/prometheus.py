@@ -1,13 +1,15 @@
-"""Pure parser of the Prometheus text exposition format (what vLLM serves on /metrics)."""
+"""The Prometheus text exposition format (what vLLM serves on /metrics), read with
+`prometheus_client.parser`, as flat samples."""
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(?:\s+\S+)?\s*$")
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+from prometheus_client.parser import text_string_to_metric_families
+
+# what prometheus_client's parser raises on a line it cannot read
+_BAD_LINE = (ValueError, IndexError, KeyError, TypeError)
 
 
 @dataclass(frozen=True)
@@ -17,34 +19,25 @@ class Sample:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def _unescape(v: str) -> str:
-    return v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-
-
-def _value(s: str) -> float | None:
-    try:
-        return float(s)  # handles NaN, +Inf, -Inf
-    except ValueError:
-        return None
+def _samples(text: str) -> list:
+    return [s for family in text_string_to_metric_families(text) for s in family.samples]
 
 
 def parse(text: str, *, keep_buckets: bool = False) -> list[Sample]:
     """Samples in `text`; malformed lines are skipped. Histogram `_bucket` series are dropped
     unless keep_buckets (they are many and the `_sum`/`_count` pair is what analysis uses)."""
-    out: list[Sample] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        name, _, labels_text, raw = m.groups()
-        if not keep_buckets and name.endswith("_bucket"):
-            continue
-        value = _value(raw)
-        if value is None or math.isnan(value):
-            continue
-        labels = {k: _unescape(v) for k, v in _LABEL.findall(labels_text or "")}
-        out.append(Sample(name, value, labels))
-    return out
+    try:
+        raw = _samples(text)
+    except _BAD_LINE:  # the parser stops at a bad line: read line by line, skipping bad ones
+        raw = []
+        for line in text.splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                try:
+                    raw.extend(_samples(line + "\n"))
+                except _BAD_LINE:
+                    continue
+    return [
+        Sample(s.name, float(s.value), dict(s.labels))
+        for s in raw
+        if (keep_buckets or not s.name.endswith("_bucket")) and not math.isnan(s.value)
+    ]

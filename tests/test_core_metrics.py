@@ -34,6 +34,23 @@ def test_parse_vllm_metrics():
     assert len(prometheus.parse(VLLM_TEXT, keep_buckets=True)) == len(samples) + 1
 
 
+def test_escaped_label_values():
+    # the escapes are \\ \" and \n; an escaped backslash before an n is a backslash and a
+    # letter n, not a newline
+    text = r'm{a="x\\ny",b="line\nbreak",c="say \"hi\"",d="C:\\dir\\"} 1' + "\n"
+    (s,) = prometheus.parse(text)
+    assert s.labels["a"] == "x" + "\\" + "ny"  # backslash + n: two characters, no newline
+    assert s.labels["b"] == "line\nbreak"
+    assert s.labels["c"] == 'say "hi"'
+    assert s.labels["d"] == "C:\\dir\\"
+
+
+def test_malformed_lines_are_skipped_with_the_rest_kept():
+    text = "a 1\ngarbage line\nb{x=\"1\"} 2\nc NaN\nd{le=\"1\"} x\ne_bucket{le=\"1\"} 4\n"
+    assert [(s.metric, s.value, s.labels) for s in prometheus.parse(text)] == [("a", 1.0, {}), ("b", 2.0, {"x": "1"})]
+    assert [s.metric for s in prometheus.parse(text, keep_buckets=True)] == ["a", "b", "e_bucket"]
+
+
 def _wait_until(cond, timeout=10.0):
     deadline = time.monotonic() + timeout
     while not cond():
