@@ -1,30 +1,22 @@
-"""HMAC-SHA256 with the key schedule done once.
+"""HMAC-SHA256 under one key, keyed once.
 
 `hmac.digest(key, msg, "sha256")` looks the digest up and pads the key on every call; with
-OpenSSL 3 that costs several times the hashing of a short value. RFC 2104 HMAC is
-H((K ^ opad) || H((K ^ ipad) || msg)), so the two keyed SHA-256 states are computed once and
-copied per message. Same digests as `hmac.digest` (a test checks)."""
+OpenSSL 3 that costs several times the hashing of a short value. An `hmac` object keyed once and
+`.copy()`-ed per message skips that and gives the same digests (a test checks, and pins the
+scrubber's keyed substitutes)."""
 
 from __future__ import annotations
 
-import hashlib
-
-_BLOCK = 64  # SHA-256 block size in bytes
+import hmac
 
 
 class KeyedSHA256:
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("_keyed",)
 
     def __init__(self, key: bytes):
-        if len(key) > _BLOCK:
-            key = hashlib.sha256(key).digest()
-        key = key.ljust(_BLOCK, b"\0")
-        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
-        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
+        self._keyed = hmac.new(key, digestmod="sha256")
 
     def digest(self, msg: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(msg)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
+        h = self._keyed.copy()
+        h.update(msg)
+        return h.digest()

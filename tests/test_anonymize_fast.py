@@ -55,6 +55,36 @@ def test_substitutes_and_hashes_are_pinned():
     assert s.mask_text("Hello 123 世界") == "Chknt 376 利林"
 
 
+# Computed with the hand-written HMAC (two SHA-256 states copied per message), before keyedhash
+# moved onto the `hmac` module: keyed substitutes must not change across versions.
+HMAC_PINNED_KEY = b"pinned-test-key-0123456789abcdef"
+HMAC_PINNED_SUBSTITUTES = {
+    ("email", "alice.smith@example.com"): "pozol.lifik@guvasiz.com",
+    ("phone", "+1 415 555 0100"): "+1 417 617 4547",
+    ("cn_mobile", "13812345678"): "17488233609",
+    ("cn_id", "11010519491231002X"): "63141019861112212X",
+    ("card", "4111 1111 1111 1111"): "4378 8881 2942 7005",
+    ("iban", "DE89370400440532013000"): "DE53601537807944047588",
+    ("ipv4", "192.168.12.34"): "133.144.33.96",
+    ("ipv6", "2001:db8::8a2e:370:7334"): "7949:cd4::9c6e:160:3260",
+    ("secret", "sk-proj-abcdefghijklmnopqrstuvwx"): "sk-proj-icbxuwhkieorfjkddhgiapwf",
+    ("us_ssn", "123-45-6789"): "632-13-4801",
+    ("person", "Alice Smith"): "Susan Randy",
+}
+
+
+def test_keyed_outputs_pinned_across_the_hmac_change():
+    s = Scrubber(HMAC_PINNED_KEY)
+    for (kind, value), want in HMAC_PINNED_SUBSTITUTES.items():
+        assert s.substitute(kind, value) == want, kind
+    assert s.keyed_hash("hello world") == "e1a55938b05009bc"
+    assert s.client_id("Bearer sk-abc123") == "c_01b65221653e7c31"
+    assert s.scrub_text("Contact alice.smith@example.com or call +1 415 555 0100; card 4111 1111 1111 1111.").text == (
+        "Contact pozol.lifik@guvasiz.com or call +1 417 617 4547; card 4378 8881 2942 7005.")
+    assert s.mask_text("Secret Text 123 abc") == "Ozoimn Ugiy 378 ljk"
+    assert Scrubber(b"k" * 100).keyed_hash("long key") == "33e31c1dfbe3d241"  # a key longer than a block
+
+
 def _random_bodies(seed: int, n: int) -> list[bytes]:
     """Multi-turn chat bodies (each repeats the history, like real traffic) and other JSON, built
     from the planted corpus, clean text, short strings and separators of both styles."""
