@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "For periodic tail-latency anomalies: shadowreplay analyze anomalies PATH...",
     )
     a.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
-    a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (bare numbers are ms)")
+    a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (each with its unit)")
     add_duration_flag(a, "--window", default=DEFAULT_WINDOW, bare="s", help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
     _dataset_options(a)
     a.set_defaults(func=_cmd_analyze)

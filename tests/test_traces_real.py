@@ -16,7 +16,7 @@ from shadowreplay.traces.textsynth import shared_block_share
 
 AZURE = ["AzureLLMInferenceTrace_code_2023.csv", "AzureLLMInferenceTrace_conv_2023.csv"]
 MOONCAKE = "mooncake_conversation_trace.jsonl"
-START_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z, the default --start
+START_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z, the default --origin
 
 
 def requests(out) -> list[dict]:

@@ -6,7 +6,7 @@
 - v2 `BurstGPT_3.csv`: Timestamp, Session ID, Elapsed time, Model, Request tokens,
   Response tokens, Total tokens, Log Type.
 
-Timestamp is seconds since the start of the collection (float); rows are placed at --start +
+Timestamp is seconds since the start of the collection (float); rows are placed at --origin +
 Timestamp. client_id is the Session ID where present, else the Log Type ("Conversation log" /
 "API log"); model is the Model column (ChatGPT, GPT-4)."""
 

@@ -1,6 +1,6 @@
 """Mooncake traces (kvcache-ai/Mooncake FAST25-release): JSONL with timestamp (ms since the
 start of the trace), input_length, output_length, hash_ids (ids of 512-token prompt blocks;
-equal ids are equal prefixes). Rows are placed at --start + timestamp."""
+equal ids are equal prefixes). Rows are placed at --origin + timestamp."""
 
 from __future__ import annotations
 
