@@ -102,6 +102,9 @@ class ProcessWriter(BoundedIntake):
             "dropped_writer_died": self.dropped_writer_died,
             "dropped_unpicklable": self.dropped_unpicklable,
             "writer_restarts": self.writer_restarts,
+            "proxy_errors": self.proxy_errors,
+            "upstream_resets": self.upstream_resets,
+            "client_disconnects": self.client_disconnects,
             "queued": self.queued,
         }
         st = self._child_status()
@@ -119,6 +122,9 @@ class ProcessWriter(BoundedIntake):
             "dropped_unpicklable": self.dropped_unpicklable,
             "writer_restarts": self.writer_restarts,
             "writer_last_exit": self.last_error,
+            "proxy_errors": self.proxy_errors,
+            "upstream_resets": self.upstream_resets,
+            "client_disconnects": self.client_disconnects,
         }
 
     def _spawn(self) -> bool:
@@ -134,6 +140,8 @@ class ProcessWriter(BoundedIntake):
                     "out_dir": str(self.config.out_dir),
                     "rotate_seconds": self.config.rotate_seconds,
                     "rotate_bytes": self.config.rotate_bytes,
+                    "header_count_cap": self.config.header_count_cap,
+                    "header_bytes_cap": self.config.header_bytes_cap,
                     "key_file": self.key_file,
                     "row_options": self.options,
                     "carried": dict(self._carried),

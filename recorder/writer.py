@@ -2,9 +2,11 @@
 (scrubbing them), buffers rows, and writes rotated Parquet files into DIR/requests/.
 
 The proxy side only calls `submit`, which never blocks: when the queue is full the record is
-dropped and counted. Write failures (disk full, permissions) drop the buffered rows and are
-counted too; traffic is never affected. Counters go to the log, to DIR/recorder_status.json, and
-into every file's Parquet metadata.
+dropped and counted; proxy errors (upstream resets, client disconnects) are counted there too.
+Write failures (disk full, permissions) drop the buffered rows and are counted too; an output
+folder removed while recording is created again and counted; headers over the caps are not kept
+(the row says so). Traffic is never affected. Counters go to the log, to DIR/recorder_status.json,
+and into every file's Parquet metadata.
 """
 
 from __future__ import annotations
@@ -35,6 +37,52 @@ SWITCH_INTERVAL_S = 0.0005
 _STOP = object()
 _FLUSH = object()
 
+# Hostile-input caps on one message's headers (request or response), the defaults of the options
+# shadowreplay_header_count_cap / shadowreplay_header_bytes_cap. Size = name + value + 4 bytes a
+# header (": " and CRLF, as on the wire).
+HEADER_COUNT_CAP = 256
+HEADER_BYTES_CAP = 64 << 10
+# Over a cap only these are kept (first of each name, value cut), so the row can still decode the
+# body and derive client_id; every other header is dropped before scrubbing.
+KEPT_OVER_CAP = (
+    "content-type", "content-encoding", "user-agent", "authorization", "x-api-key", "api-key",
+    "openai-api-key", "grpc-encoding", "grpc-status", "grpc-message",
+)
+KEPT_VALUE_CHARS = 1024
+
+
+def cap_headers(pairs: list[tuple[str, str]], count_cap: int, bytes_cap: int) -> tuple[list[tuple[str, str]], str | None]:
+    """(headers, None) within the caps; over one: (the few the row needs, why)."""
+    n = len(pairs)
+    if n <= count_cap:
+        size = 0
+        for k, v in pairs:
+            size += len(k) + len(v) + 4
+        if size <= bytes_cap:
+            return pairs, None
+    else:
+        size = sum(len(k) + len(v) + 4 for k, v in pairs)
+    kept: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for k, v in pairs:
+        lk = k.lower()
+        if lk in KEPT_OVER_CAP and lk not in seen:
+            seen.add(lk)
+            kept.append((k, v[:KEPT_VALUE_CHARS]))
+    return kept, f"{n} headers / {size} bytes over the cap ({count_cap} / {bytes_cap}), not kept"
+
+
+def proxy_error_kind(error: str, status: int | None) -> str | None:
+    """'client' / 'upstream' for a proxy error message that says which side went away."""
+    e = error.lower()
+    if "client disconnected" in e or "client closed connection" in e or "stream reset by client" in e:
+        return "client"
+    if "peer closed connection" in e:  # a cut body: the response's (upstream) or the request's (client)
+        return "upstream" if status is not None else "client"
+    if "server closed connection" in e or "server disconnected" in e or "connection reset" in e:
+        return "upstream"
+    return None
+
 
 @dataclass
 class WriterConfig:
@@ -42,6 +90,8 @@ class WriterConfig:
     rotate_seconds: float = 60.0
     rotate_bytes: int = 64 << 20  # estimated in-memory size of buffered rows
     queue_size: int = 10_000
+    header_count_cap: int = HEADER_COUNT_CAP
+    header_bytes_cap: int = HEADER_BYTES_CAP
 
 
 def _row_size(row: dict[str, Any]) -> int:
@@ -66,8 +116,24 @@ class BoundedIntake:
         self.submitted = 0  # submitted/dropped_queue_full are touched by the proxy thread only
         self.dropped_queue_full = 0
         self._reported_drops = 0
+        # proxy errors of submitted exchanges (counted whether or not the queue had room)
+        self.proxy_errors = 0
+        self.upstream_resets = 0
+        self.client_disconnects = 0
+
+    def _count_proxy_error(self, exchange: Any) -> None:
+        err = getattr(exchange, "error", None)
+        if not isinstance(err, str) or not err.startswith("proxy:"):
+            return
+        self.proxy_errors += 1
+        kind = proxy_error_kind(err, getattr(exchange, "status", None))
+        if kind == "client":
+            self.client_disconnects += 1
+        elif kind == "upstream":
+            self.upstream_resets += 1
 
     def submit(self, exchange: Exchange) -> bool:
+        self._count_proxy_error(exchange)
         try:
             self._q.put_nowait(exchange)
         except queue.Full:
@@ -99,6 +165,9 @@ class Writer(BoundedIntake):
         self._lock = threading.Lock()
         self.started_at = time.time()
         self.dropped_write_failed = 0
+        self.write_failed = 0  # write attempts that failed (each drops its rows)
+        self.output_dir_recreated = 0
+        self.headers_over_cap = 0
         self.convert_failed = 0
         self.rows_written = 0
         self.files_written = 0
@@ -106,7 +175,8 @@ class Writer(BoundedIntake):
 
     def put(self, exchange: Any, timeout: float | None = None) -> None:
         """Queues an exchange, waiting while the queue is full (the writer process's reader uses
-        this: back-pressure goes to the pipe, and from there to the proxy's bounded queue)."""
+        this: back-pressure goes to the pipe, and from there to the proxy's bounded queue). Proxy
+        errors were counted by the proxy's submit already."""
         self._q.put(exchange, timeout=timeout)
         self.submitted += 1
 
@@ -177,8 +247,29 @@ class Writer(BoundedIntake):
                 rows, size, window_start = [], 0, None
                 self._write_status()
 
+    def _cap_headers(self, ex: Any) -> None:
+        """Headers over a cap are replaced by the few the row needs, before any scrubbing; the
+        exchange's error says so."""
+        notes = []
+        for attr, what in (("request_headers", "request headers"), ("response_headers", "response headers")):
+            pairs = getattr(ex, attr, None)
+            if isinstance(pairs, list) and pairs:
+                kept, why = cap_headers(pairs, self.config.header_count_cap, self.config.header_bytes_cap)
+                if why:
+                    setattr(ex, attr, kept)
+                    notes.append(f"{what}: {why}")
+        if not notes:
+            return
+        self.headers_over_cap += 1
+        note = "; ".join(notes)
+        if isinstance(getattr(ex, "errors", None), list):  # GrpcExchange
+            ex.errors = [*ex.errors, note]
+        elif hasattr(ex, "error"):
+            ex.error = f"{ex.error}; {note}" if ex.error else note
+
     def _convert(self, ex: Any) -> dict[str, Any] | None:
         try:
+            self._cap_headers(ex)
             return ex.to_row(self.scrubber, self.options)
         except Exception as e:  # a bug in conversion must not stop recording
             self.convert_failed += 1
@@ -192,21 +283,39 @@ class Writer(BoundedIntake):
             "files_written": self.files_written,
             "dropped_queue_full": self.dropped_queue_full,
             "dropped_write_failed": self.dropped_write_failed,
+            "write_failed": self.write_failed,
+            "output_dir_recreated": self.output_dir_recreated,
+            "headers_over_cap": self.headers_over_cap,
             "convert_failed": self.convert_failed,
+            "proxy_errors": self.proxy_errors,
+            "upstream_resets": self.upstream_resets,
+            "client_disconnects": self.client_disconnects,
             "queued": self.queued,
         }
+
+    def _ensure_out_dir(self) -> None:
+        """Creates the output folder again when it was removed (or moved away) while recording;
+        counted and logged. Raises OSError when it cannot."""
+        d = self.config.out_dir
+        if d.is_dir():
+            return
+        d.mkdir(parents=True, exist_ok=True)
+        self.output_dir_recreated += 1
+        log.warning("recorder: the output folder %s had gone; created it again (%d times)", d, self.output_dir_recreated)
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
         self._report_drops()
         if not rows:
             return
         try:
+            self._ensure_out_dir()
             table = rows_to_table(rows, REQUESTS)
             meta = {f"recorder.{k}": v for k, v in self.counters().items()}
             paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta)
-        except Exception as e:
+        except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)
-            self.last_error = f"{type(e).__name__}: {e}"[:300]
+            self.write_failed += 1
+            self.last_error = f"{type(e).__name__}: {e}"[:300]  # rows are scrubbed already
             log.error("recorder: could not write %d rows (%s); %d dropped in total", len(rows), self.last_error, self.dropped_write_failed)
             return
         self.rows_written += len(rows)
@@ -223,6 +332,11 @@ class Writer(BoundedIntake):
         }
 
     def _write_status(self) -> None:
+        try:
+            self._ensure_out_dir()
+        except OSError as e:
+            log.error("recorder: cannot create %s (%s)", self.config.out_dir, e)
+            return
         write_status(self.config.out_dir, self.status())
 
 
@@ -233,8 +347,12 @@ def write_status(out_dir: Path, status: dict[str, Any]) -> None:
     try:
         tmp.write_text(json.dumps(status, indent=1) + "\n")
         os.replace(tmp, path)
-    except OSError as e:
+    except OSError as e:  # disk full: the old status stays; no half-written temporary is left
         log.error("recorder: cannot write %s (%s)", path, e)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def read_status(out_dir: str | os.PathLike) -> dict[str, Any]:

@@ -29,14 +29,17 @@ from typing import Any, BinaryIO
 
 from shadowreplay.errors import ShadowReplayError
 
-from .writer import Writer, WriterConfig
+from .writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, Writer, WriterConfig
 
 log = logging.getLogger("shadowreplay.recorder")
 
 HEADER = struct.Struct(">I")
 CHILD_QUEUE = 2048  # exchanges waiting for the scrubber inside the child (back-pressure beyond)
 # counters that accumulate across writer processes (the proxy carries them over on a restart)
-CARRIED = ("rows_written", "files_written", "dropped_write_failed", "convert_failed")
+CARRIED = (
+    "rows_written", "files_written", "dropped_write_failed", "write_failed", "output_dir_recreated",
+    "headers_over_cap", "convert_failed",
+)
 
 
 def encode(message: Any) -> bytes:
@@ -70,7 +73,7 @@ class ChildWriter(Writer):
         c = super().counters()
         for k in CARRIED:
             c[k] += int(self.carried.get(k, 0))
-        c.update(self.proxy)  # submitted, dropped_queue_full, dropped_writer_died, writer_restarts
+        c.update(self.proxy)  # submitted, dropped_queue_full, dropped_writer_died, writer_restarts, proxy errors
         return c
 
     def status(self) -> dict[str, Any]:
@@ -91,6 +94,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
         rotate_seconds=cfg["rotate_seconds"],
         rotate_bytes=cfg["rotate_bytes"],
         queue_size=CHILD_QUEUE,
+        header_count_cap=cfg.get("header_count_cap", HEADER_COUNT_CAP),
+        header_bytes_cap=cfg.get("header_bytes_cap", HEADER_BYTES_CAP),
     )
     w = ChildWriter(wcfg, Scrubber(key), cfg["row_options"], carried=cfg.get("carried"))
     w.proxy = dict(cfg.get("proxy") or {})
