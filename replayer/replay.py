@@ -207,7 +207,8 @@ def _start_sampler(url: str, out: Path, interval_s: float, explicit: bool):
             raise TargetError(f"--metrics-url {url} does not answer with Prometheus metrics")
         log.info("no Prometheus metrics at %s; engine metrics not sampled", url)
         return None
-    return metrics.MetricsSampler(url, out, interval_s).start()
+    # In a child process: scraping, parsing and writing in this one would delay the sends.
+    return metrics.SamplerProcess(url, out, interval_s).start()
 
 
 def _lags_and_caps(plan, oc) -> tuple[list[float], list[float]]:

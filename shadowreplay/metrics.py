@@ -123,3 +123,69 @@ class MetricsSampler:
             self.rows_written += len(rows)
         except OSError as e:
             log.error("metrics: could not write %d samples to %s: %s", len(rows), self.out_dir, e)
+
+
+class SamplerProcess:
+    """A MetricsSampler in a child process (`python -m shadowreplay.metrics URL DIR`), for callers
+    whose own timing matters: the scrapes, the parsing of the metrics text and the Parquet writes
+    then hold another interpreter's GIL, on another core, instead of delaying the replayer's sends.
+    The child samples until its stdin closes (stop(), or the parent's death), then writes what it
+    has; it ignores SIGINT/SIGTERM, so a Ctrl-C on the terminal's process group cannot cut its last
+    write, and runs at a lower CPU priority than its parent."""
+
+    def __init__(self, url: str, out_dir: str | os.PathLike, interval_s: float = 1.0) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval_s must be > 0")
+        self.url, self.out_dir, self.interval_s = url, out_dir, interval_s
+        self.proc = None
+
+    def start(self) -> "SamplerProcess":
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "shadowreplay.metrics", self.url, str(self.out_dir), "--interval", str(self.interval_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        )
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        import subprocess
+
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("metrics: the sampler process did not finish within %.0f s; killed", timeout)
+            self.proc.kill()
+            self.proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import signal
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m shadowreplay.metrics", description="sample URL into DIR/engine_metrics/ until stdin closes")
+    ap.add_argument("url")
+    ap.add_argument("out_dir")
+    ap.add_argument("--interval", type=float, default=1.0)
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.nice(5)
+    except OSError:
+        pass
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    sampler = MetricsSampler(args.url, args.out_dir, args.interval).start()
+    sys.stdin.buffer.read()  # until the parent closes the pipe (or dies)
+    sampler.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -108,3 +108,24 @@ def test_sampler_survives_unreachable_target(tmp_path):
     sampler.stop()
     assert sampler.failures >= 3 and sampler.rows_written == 0
     assert not (tmp_path / "engine_metrics").exists()
+
+
+def test_sampler_process_samples_in_a_child_and_writes_at_stop(tmp_path, metrics_server):
+    """The replayer's sampler: another process (its GIL is not the sender's), which writes what it
+    sampled when its stdin closes, and ignores the terminal's Ctrl-C meanwhile."""
+    import os
+    import signal
+
+    from shadowreplay.metrics import SamplerProcess
+
+    url, state = metrics_server
+    sp = SamplerProcess(url, tmp_path, interval_s=0.05).start()
+    assert sp.proc.pid != os.getpid()
+    _wait_until(lambda: state["hits"] >= 5)
+    sp.proc.send_signal(signal.SIGINT)  # as a Ctrl-C on the process group would
+    _wait_until(lambda: state["hits"] >= 8)
+    assert sp.proc.poll() is None
+    sp.stop()
+    assert sp.proc.returncode == 0
+    n = duckdb.sql(f"select count(*) from read_parquet('{glob_for(tmp_path, 'engine_metrics')}', hive_partitioning=true)").fetchall()[0][0]
+    assert n >= 8 and n <= state["hits"]
