@@ -165,6 +165,9 @@ def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schem
     try:
         con.execute(sql_text(name))  # lat_source
         con.execute(sql_text("lat"))
+        if con.execute("SELECT coalesce(getvariable('warmup_s'), 0) > 0").fetchone()[0]:
+            for stmt in _split(sql_text("lat_warmup")):
+                con.execute(stmt)
     except duckdb.Error as e:
         raise DatasetError(f"cannot read {table}: {first_line(e)}") from None
     finally:

@@ -1,7 +1,5 @@
 -- `lat`: one row per request with the columns every analysis query reads, derived from
 -- `lat_source` (made by lat_requests.sql, lat_replay_results.sql or lat_replayed.sql).
--- Parameter warmup_s: requests in the first warmup_s seconds after the run's first request are
--- left out (the warm-up), from every analysis.
 CREATE OR REPLACE VIEW lat AS
 SELECT
     request_id,
@@ -28,6 +26,4 @@ SELECT
     coalesce(prompt_tokens::DOUBLE, prompt_chars / 4.0) AS prompt_len,
     prefix_key,
     send_lag_ms
-FROM lat_source
-WHERE coalesce(getvariable('warmup_s'), 0) = 0
-   OR t >= (SELECT min(t) FROM lat_source) + to_microseconds((getvariable('warmup_s') * 1e6)::BIGINT);
+FROM lat_source;
