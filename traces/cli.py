@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 from pathlib import Path
 
-from shadowreplay.durations import deprecation_note, time_point_arg
+from shadowreplay.durations import deprecation_note, parse_time_point, time_point_arg
 from shadowreplay.errors import ConfigError
 
 IMPORT_FORMATS = ("azure-llm", "burstgpt", "mooncake", "openai-jsonl")
@@ -59,14 +58,13 @@ RELATIVE_FORMATS = ("burstgpt", "mooncake")  # timestamps counted from the trace
 def _origin_us(s: str | None) -> int:
     from .importer import DEFAULT_START
 
-    text = s or DEFAULT_START
     try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"--origin {text!r}: not an ISO-8601 time") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=dt.timezone.utc)
-    return round(t.timestamp() * 1_000_000)
+        origin = parse_time_point(s or DEFAULT_START, flag="--origin").absolute
+    except ConfigError:
+        origin = None
+    if origin is None:
+        raise ConfigError(f"--origin {s!r}: give an ISO time, e.g. 2024-01-01T00:00:00Z")
+    return round(origin.timestamp() * 1_000_000)
 
 
 def cmd_import(args) -> int:
