@@ -34,7 +34,7 @@ class Exchange:
 
     __slots__ = (
         "idx", "data", "sent_ns", "first_byte_ns", "end_ns", "status", "error", "token_ns",
-        "usage", "sse", "_framer", "_body", "done_cb", "resent", "api",
+        "usage", "sse", "_framer", "_body", "done_cb", "resent", "api", "_out",
     )
 
     def __init__(self, idx: int, data: bytes, done_cb: Callable[[Exchange], None]):
@@ -60,7 +60,8 @@ class Exchange:
         self.sse = True
         self._framer = llmapi.SseFramer()
         api = llmapi.api_for_request(self.data)
-        self.api = api if api.streams else llmapi.CHAT  # an unknown route may still stream chunks
+        self.api = api = api if api.streams else llmapi.CHAT  # an unknown route may still stream chunks
+        self._out = api.output_test
 
     def body(self, data: bytes, now: int) -> None:
         if self.sse:
@@ -110,7 +111,7 @@ class Exchange:
             data = llmapi.event_fields(raw)[1]
             if not data:
                 return
-        if self.api.carries_output(data):
+        if self._out(data):
             self.token_ns.append(now)
         if b'"usage"' in data and _USAGE_RE.search(data) is not None:
             self._usage(data)

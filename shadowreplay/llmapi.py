@@ -44,7 +44,7 @@ Definitions (docs/schema.md repeats them for the columns):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -289,6 +289,12 @@ class LlmApi:
         hot path). Same result on the JSON servers write (tests/test_llmapi.py compares them)."""
         return False
 
+    @property
+    def output_test(self) -> Callable[[bytes], Any]:
+        """carries_output as one callable with a truthy result (the replayer binds it once per
+        response; for chat and completions it is the pattern's own search, no Python frame)."""
+        return self.carries_output
+
     def usage_of(self, obj: Any, usage: dict | None) -> dict | None:
         """The usage after one parsed stream event, `usage` being the one before it (what `event`
         folds; the replayer calls it alone on the few events that hold a usage object). Chat,
@@ -389,6 +395,10 @@ class _OpenAiChoices(LlmApi):
 
     def carries_output(self, data: bytes) -> bool:
         return _CHAT_OUT.search(data) is not None
+
+    @property
+    def output_test(self) -> Callable[[bytes], Any]:
+        return _CHAT_OUT.search
 
     def count_output(self, block: bytes) -> int:
         return len(_CHAT_LINE.findall(block))  # one C-level scan of the whole block
