@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Opens DuckDB with views over the datasets under PATH... Without -c/-f, reads "
         "statements from stdin (end each with ';'; .tables lists views; .quit leaves).",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
+    _add_paths(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("-c", "--command", dest="query", help="run QUERY, print its result, exit")
     g.add_argument("-f", "--file", help="run the statements of FILE, print the last result, exit")
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Percentiles, errors, goodput, windowed SLO compliance and prefix sharing of the datasets. "
         "For periodic tail-latency anomalies: shadowreplay analyze anomalies PATH...",
     )
-    a.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
+    _add_paths(a)
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (each with its unit)")
     add_duration_flag(a, "--window", default=DEFAULT_WINDOW, bare="s", help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
     _dataset_options(a)
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Folds time onto --period/--bucket and reports the slots whose TP99 (TTFT, E2E, ITL) stands out "
         "period after period, how strongly and how consistently, and who sent their traffic.",
     )
-    an.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
+    _add_paths(an)
     add_anomaly_options(an, period="1w", bucket="1h", prefix="")
     _dataset_options(an)
     an.set_defaults(func=_cmd_anomalies)
@@ -72,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_cmd_compare)
 
     r = sub.add_parser("report", help="one self-contained HTML page of plots and the anomaly table")
-    r.add_argument("paths", nargs="+", metavar="PATH")
+    _add_paths(r)
     r.add_argument("--out", required=True, help="HTML file to write")
     r.add_argument("--table", choices=("requests", "replay_results"))
     r.add_argument("--slo", help="SLOs shown in the summary, e.g. ttft=500ms,e2e=5s")
@@ -81,6 +81,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         bucket_help="slot size within the period (default auto: 1h for 1w/1d folds, else what auto picks with the period (5m for 1h, 10s for 1m) or period/12)")
     r.add_argument("--title", help="page title")
     r.set_defaults(func=_cmd_report)
+
+
+def _add_paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="dataset folders (a replay and its recording may be separate)")
 
 
 def _dataset_options(p: argparse.ArgumentParser) -> None:
