@@ -206,7 +206,8 @@ def test_report_anomaly_defaults_are_analyze_anomalies_defaults():
     rep = vars(parser.parse_args(["report", "x", "--out", "r.html"]))
     shared = ["metric", "min_z", "tp99_ratio", "prompt_ratio", "min_periods", "min_share", "min_requests", "long_factor", "corr_window"]
     assert {k: rep[k] for k in shared} == {k: an[k] for k in shared}
-    assert (rep["period"], rep["bucket"]) == ("auto", "auto") and (an["period"], an["bucket"]) == ("1w", "1h")
+    assert (rep["period"], rep["bucket"]) == (None, None)  # auto: picked from the data
+    assert (an["period"], an["bucket"]) == (604800.0, 3600.0)  # 1w, 1h
 
 
 def test_report_bad_anomaly_option_is_a_clear_error(sparse, tmp_path, capsys):

@@ -129,7 +129,7 @@ def test_every_time_flag_reads_units():
     r = parse("record", "--upstream", "http://u", "--out", "o", "--rotate", "5m", "--metrics-interval", "2s")
     assert (r.rotate, r.metrics_interval) == (300.0, 2.0)
     assert parse("record", "--upstream", "http://u", "--out", "o").rotate == 60.0
-    an = parse("analyze", "anomalies", "p", "--period", "1d", "--bucket", "1h", "--corr-window", "30s", "--warmup", "2m")
+    an = parse("analyze anomalies", "p", "--period", "1d", "--bucket", "1h", "--corr-window", "30s", "--warmup", "2m")
     assert (an.period, an.bucket, an.corr_window, an.warmup) == (86400.0, 3600.0, 30.0, 120.0)
     assert parse("report", "p", "--out", "r.html").period is None  # auto: picked from the data
     assert parse("compare", "a", "b").bucket is None
@@ -166,9 +166,10 @@ def test_recorder_passes_durations_to_mitmproxy_in_a_form_the_addon_reads():
     (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--spin-lead", "2s"], "argument --spin-lead: '2s': at most 1s"),
     (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--start", "soon"], "argument --start: 'soon' is not a time"),
     (["record", "--upstream", "http://127.0.0.1:9", "--out", "O", "--rotate", "0s"], "argument --rotate: '0s': must be greater than 0"),
-    (["analyze", "P", "--window", "-5s"], "argument --window: '-5s': a duration cannot be negative"),
+    (["analyze", "P", "--window=-5s"], "argument --window: '-5s': a duration cannot be negative"),
     (["analyze", "anomalies", "P", "--period", "auto"], "argument --period: 'auto' is not a duration"),
-    (["import", "mooncake", "F", "--out", "O", "--end", "5 minutes"], "argument --end: '5 minutes' is not a time"),
+    (["import", "mooncake", "F", "--out", "O", "--end", "5 minutes"], "argument --end: '5 minutes': unknown unit 'minutes'"),
+    (["import", "mooncake", "F", "--out", "O", "--end", "tomorrow"], "argument --end: 'tomorrow' is not a time"),
 ])  # fmt: skip
 def test_bad_time_flags_give_one_error_line(tmp_path, argv, needle):
     p = sr(*[str(tmp_path / a) if a in ("REC", "O", "P", "F") else a for a in argv])
