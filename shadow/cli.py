@@ -78,16 +78,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the end-to-end story on a tiny local vLLM: record, find the anomaly, replay, remediate, report",
         description="Starts a tiny vLLM as 'production' and the recorder in front of it, drives synthetic "
         "gateway traffic with a scheduled batch client, checks the recording for PII, finds the anomalous "
-        "slot, replays against fresh shadows before and after a remediation, and writes the HTML report. "
+        "slot, replays into a baseline shadow, two remediations and the baseline again (A/A), compares "
+        "them with 95%% intervals and verdicts, and writes the HTML report. "
         "Everything goes under --out; every process it starts is stopped, also on Ctrl-C.",
     )
     demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out; an earlier demo's output there is replaced)")
-    demo.add_argument("--minutes", type=float, default=2.0, help="minutes of recorded traffic (default 2: two compressed 'weeks')")
-    demo.add_argument("--week", type=float, default=60.0, metavar="SECONDS", help="length of one compressed 'week' (default 60)")
+    demo.add_argument("--minutes", type=float, default=2.5, help="minutes of recorded traffic (default 2.5: almost four compressed 'weeks')")
+    demo.add_argument("--week", type=float, default=40.0, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 40)")
     demo.add_argument(
         "--remediation", metavar="'FLAGS'",
-        help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 128'), "
-        "or 'route': send the batch client to an engine of its own",
+        help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 128'); "
+        "the route fix (the batch client on an engine of its own) is measured beside it",
     )  # fmt: skip
     demo.add_argument("--seed", type=int, default=7, help="random seed of the synthetic traffic")
     demo.add_argument("--vllm-python", metavar="PATH", help="python of the vLLM venv")

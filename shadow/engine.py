@@ -44,6 +44,7 @@ class EngineConfig:
     kv_cache_space_gib: float | None = DEFAULT_KV_CACHE_GIB
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. VLLM_CPU_OMP_THREADS_BIND
+    nice: int = 0  # run the engine at this lower CPU priority (the replayer beside it keeps its timing)
 
     def __post_init__(self) -> None:
         if self.scheduling_policy is not None and self.scheduling_policy not in SCHEDULING_POLICIES:
@@ -211,7 +212,29 @@ class VllmServer:
         return self.proc.pid if self.proc else None
 
     def command(self) -> list[str]:
-        return server_command(self.python, self.cfg)
+        cmd = server_command(self.python, self.cfg)
+        return ["nice", "-n", str(self.cfg.nice), *cmd] if self.cfg.nice else cmd
+
+    def reset_prefix_cache(self, timeout_s: float = 30.0) -> None:
+        """Empties the engine's prefix cache (vLLM's dev endpoint: the engine must run with
+        VLLM_SERVER_DEV_MODE=1), so a second replay into it starts as cold as the first; retries
+        while requests still hold blocks."""
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                r = httpx.post(self.url + "/reset_prefix_cache", timeout=10, trust_env=False)
+                if r.status_code == 404:
+                    raise TargetError(f"{self.url} has no /reset_prefix_cache (start it with VLLM_SERVER_DEV_MODE=1)")
+                if r.is_success and r.json().get("success"):
+                    return
+            except (httpx.HTTPError, ValueError) as e:
+                if time.monotonic() > deadline:
+                    raise TargetError(f"resetting the prefix cache of {self.url} failed: {e}") from None
+            if time.monotonic() > deadline:
+                raise TargetError(f"{self.url} did not reset its prefix cache within {timeout_s:.0f} s")
+            time.sleep(0.5)
 
     def start(self) -> "VllmServer":
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
