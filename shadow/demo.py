@@ -260,7 +260,7 @@ class Demo:
         from shadowreplay.anonymize import Scrubber
 
         scrubber = Scrubber(key_file.read_bytes().strip())
-        self.leaks = LeakChecker(res.planted, scrubber.substitute)
+        self.leaks = LeakChecker(res.planted, scrubber.substitute, res.bodies)
         self.summary["traffic"] = {"sent": res.sent, "long": res.long_sent, "ok": res.ok, "failed": res.failed, "planted_pii": len(res.planted)}
 
         # ---------------------------------------------------------------- 3

@@ -70,7 +70,14 @@ class LeakChecker:
     is the scrubber's keyed substitute (`Scrubber.substitute`); with it the check knows which
     planted values may appear as another value's substitute."""
 
-    def __init__(self, planted: Iterable[Planted], substitute: Callable[[str, str], str]):
+    def __init__(self, planted: Iterable[Planted], substitute: Callable[[str, str], str],
+                 originals: dict[str, object] | None = None):
+        """`originals`: request id -> the JSON body as sent (in memory only). With it, a planted
+        value found in its own request's body is a leak only where it survives at the place it
+        was planted: the scrubber keeps every string's length, so the recorded string lines up
+        with the sent one, and elsewhere in the body the same words are some other word's keyed
+        substitute (a name drawn for a German noun can be the planted name itself)."""
+        self.originals = originals or {}
         self.planted = list(planted)
         self._by_request: dict[str, set[str]] = {}
         for p in self.planted:
@@ -117,7 +124,10 @@ class LeakChecker:
                 if not any(n in whole for n in self._needles):
                     continue  # the common case: the column as a whole holds no planted value
                 for req, v in zip(requests, values):
-                    res.leaks += self._scan(_strings(v), str(f), name, req)
+                    found = self._scan(_strings(v), str(f), name, req)
+                    if found and name == "request_body" and req in self.originals:
+                        found = [lk for lk in found if not lk.own_row or survives(lk.value, self.originals[req], v) is not False]
+                    res.leaks += found
         res.pii_counts = dict(counts)
         return res
 
@@ -138,6 +148,41 @@ class LeakChecker:
 # What may stand right before a value found in a text file that is itself JSON: an escape
 # (\n, \t, ..., \u00e9) ends in a letter or digit but is not part of the word.
 _ESCAPE_BEFORE = re.compile(r"\\(?:[nrtbf]|u[0-9a-f]{4})$")
+
+
+def survives(needle: str, original: object, recorded: str | None) -> bool | None:
+    """Whether `needle` (lower case) is in the recorded JSON body at a place where the original body
+    had it: True or False, or None when the two cannot be lined up (not JSON, another shape,
+    a string of another length), which the caller takes as a leak."""
+    try:
+        rec = json.loads(recorded) if isinstance(recorded, str) else None
+    except ValueError:
+        return None
+    pairs: list[tuple[str, str]] = []
+    if rec is None or not _pair_strings(original, rec, pairs):
+        return None
+    n = len(needle)
+    for o, r in pairs:
+        lo = o.lower()
+        i = lo.find(needle)
+        while i >= 0:
+            if find_word(needle, lo[max(0, i - 1):i + n + 1]) and r[i:i + n].lower() == needle:
+                return True
+            i = lo.find(needle, i + 1)
+    return False
+
+
+def _pair_strings(o, r, out: list[tuple[str, str]]) -> bool:
+    if isinstance(o, str):
+        if not isinstance(r, str) or len(o) != len(r):
+            return False
+        out.append((o, r))
+        return True
+    if isinstance(o, dict):
+        return isinstance(r, dict) and o.keys() == r.keys() and all(_pair_strings(o[k], r[k], out) for k in o)
+    if isinstance(o, list):
+        return isinstance(r, list) and len(o) == len(r) and all(_pair_strings(a, b, out) for a, b in zip(o, r))
+    return True
 
 
 def find_word(needle: str, text: str) -> bool:

@@ -70,6 +70,7 @@ class TrafficResult:
     long_sent: int = 0
     errors: list[str] = field(default_factory=list)
     planted: list[PlantedValue] = field(default_factory=list)  # PII planted, per request (memory only)
+    bodies: dict[str, dict] = field(default_factory=dict)  # request id -> the body as sent (memory only)
     ttft_short_ms: list[float] = field(default_factory=list)
     ttft_short_slot_ms: list[float] = field(default_factory=list)
 
@@ -221,6 +222,7 @@ def drive(base_url: str, cfg: TrafficConfig, progress=None, alive=None) -> Traff
     """Sends the planned traffic to base_url (the proxy) and waits for every reply. `alive`, if
     given, is called before each send and may raise to stop the run."""
     schedule = plan(cfg)
-    res = TrafficResult(planted=[PlantedValue(p.request_id, kind, value) for p in schedule for kind, value in p.planted])
+    res = TrafficResult(planted=[PlantedValue(p.request_id, kind, value) for p in schedule for kind, value in p.planted],
+                        bodies={p.request_id: p.body for p in schedule})
     asyncio.run(_drive(base_url, cfg, schedule, res, progress, alive))
     return res

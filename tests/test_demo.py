@@ -47,7 +47,7 @@ def processes_mentioning(text: str) -> list[str]:
 
 
 def engine_pids(output: str) -> list[int]:
-    return [int(p) for p in re.findall(r"vLLM \w+\s+http://\S+\s+pid (\d+)", output)]
+    return [int(p) for p in re.findall(r"vLLM [\w-]+\s+http://\S+\s+pid (\d+)", output)]
 
 
 def wait_gone(pids: list[int], also: str, timeout: float = 30.0) -> None:

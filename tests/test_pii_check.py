@@ -151,3 +151,26 @@ def test_a_draw_that_differs_only_in_case_is_redrawn(monkeypatch):
     monkeypatch.setattr(Substituter, "_sub_email", upper_first)
     new = Substituter(KEY).substitute(D.EMAIL, "carla@x.org")
     assert new.casefold() != "carla@x.org" and len(draws) == 2
+
+
+def test_own_value_drawn_as_another_words_substitute_is_not_a_leak(tmp_path):
+    """The planted name replaced where it was planted, and the same words elsewhere in the body
+    as the keyed substitutes of other words (a German noun can draw a name): with the body as
+    sent, the check lines the strings up and sees the user's value did not survive."""
+    sent = {"messages": [{"role": "user", "content": "Name: George Choi\nDas Kaiser Jung steht hier."}]}
+    recorded = {"messages": [{"role": "user", "content": "Name: Rachel Cole\nDas George Choi steht hier."}]}
+    assert len(sent["messages"][0]["content"]) == len(recorded["messages"][0]["content"])
+    write_rows(tmp_path / "rec" / "requests" / "part-0.parquet", [("r1", json.dumps(recorded))])
+    planted = [Planted("r1", D.PERSON, "George Choi")]
+    sub = Scrubber(KEY).substitute
+    assert LeakChecker(planted, sub, {"r1": sent}).scan_dataset(tmp_path / "rec").leaks == []
+    # without the body as sent the check cannot tell, and says leak
+    assert len(LeakChecker(planted, sub).scan_dataset(tmp_path / "rec").leaks) == 1
+    # the value surviving at its place is a leak even with the body as sent
+    survived = {"messages": [{"role": "user", "content": "Name: George Choi\nDas Rachel Cole steht hier."}]}
+    write_rows(tmp_path / "rec2" / "requests" / "part-0.parquet", [("r1", json.dumps(survived))])
+    leaks = LeakChecker(planted, sub, {"r1": sent}).scan_dataset(tmp_path / "rec2").leaks
+    assert len(leaks) == 1 and leaks[0].own_row
+    # a body that cannot be lined up (cut, another shape) is judged the old way: a leak
+    write_rows(tmp_path / "rec3" / "requests" / "part-0.parquet", [("r1", json.dumps(recorded)[:-3])])
+    assert len(LeakChecker(planted, sub, {"r1": sent}).scan_dataset(tmp_path / "rec3").leaks) == 1
