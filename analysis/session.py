@@ -189,27 +189,23 @@ def set_params(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
 
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None, schema: str | None = None) -> list[dict[str, Any]]:
     """Runs analysis/sql/NAME.sql (its last statement is the result) and returns rows as dicts."""
-    if params:
-        set_params(con, params)
-    if schema:
-        con.execute(f"SET schema = {sql_literal(schema)}")
-    try:
-        stmts = [s for s in _split(sql_text(name)) if s.strip()]
-        for s in stmts[:-1]:
-            con.execute(s)
-        cur = con.execute(stmts[-1])
+
+    def rows(cur) -> list[dict[str, Any]]:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
-    except duckdb.Error as e:
-        raise DatasetError(f"query {name} failed: {first_line(e)}") from None
-    finally:
-        if schema:
-            con.execute("SET schema = 'main'")
+
+    return _run_sql_file(con, name, params, schema, rows)
 
 
 def query_arrays(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None,
                  schema: str | None = None) -> dict[str, Any]:
     """As query(), for large results: the last statement's columns as numpy arrays."""
+    return _run_sql_file(con, name, params, schema, lambda cur: cur.fetchnumpy())
+
+
+def _run_sql_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None, schema: str | None, fetch):
+    """Binds `params`, runs every statement of NAME.sql in `schema`, and fetches the last one's
+    result with `fetch`; a DuckDB error becomes one DatasetError line."""
     if params:
         set_params(con, params)
     if schema:
@@ -218,7 +214,7 @@ def query_arrays(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, An
         stmts = [s for s in _split(sql_text(name)) if s.strip()]
         for s in stmts[:-1]:
             con.execute(s)
-        return con.execute(stmts[-1]).fetchnumpy()
+        return fetch(con.execute(stmts[-1]))
     except duckdb.Error as e:
         raise DatasetError(f"query {name} failed: {first_line(e)}") from None
     finally:
