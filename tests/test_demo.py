@@ -58,6 +58,7 @@ def wait_gone(pids: list[int], also: str, timeout: float = 30.0) -> None:
     assert processes_mentioning(also) == []
 
 
+@pytest.mark.timeout(1800)  # about 16 minutes: four replays of 2.5 minutes after the recording
 def test_demo_end_to_end(vllm_python, tmp_path):
     out = tmp_path / "demo"
     r = subprocess.run(
