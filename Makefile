@@ -4,9 +4,9 @@ PY311 := $(shell scripts/find-python 3.11)
 VENV := .venv
 VLLM_VENV := .venv-vllm
 
-.PHONY: setup vllm chromium demo test test-fast bench clean
+.PHONY: setup vllm chromium java demo test test-fast bench clean
 
-setup: $(VENV)/.installed vllm chromium
+setup: $(VENV)/.installed vllm chromium java
 
 # Headless Chromium renders the HTML report in the tests (Debian package; needs root or sudo).
 chromium:
@@ -17,6 +17,10 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PY312) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $@
+
+# Java for Spark's local mode (`--engine spark` and its tests; Debian's OpenJDK; needs root or sudo).
+java:
+	@scripts/install-java
 
 # The shadow engine: vLLM for the CPU in its own Python 3.11 venv (see docs/shadow.md).
 vllm: $(VLLM_VENV)/.installed
