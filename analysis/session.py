@@ -50,7 +50,9 @@ class Sources:
 
 
 def _manifest_recording(root: Path) -> Path | None:
-    for cand in (root / "manifest.json", root / REPLAY_RESULTS / "manifest.json"):
+    # a sharded replay (`replay --shard K/N`) writes one manifest per shard, manifests/shard-K-of-N.json
+    shards = sorted((root / "manifests").glob("*.json"))
+    for cand in (root / "manifest.json", root / REPLAY_RESULTS / "manifest.json", *shards):
         if cand.is_file():
             try:
                 rec = json.loads(cand.read_text()).get("recording")

@@ -54,7 +54,9 @@ def _join_two_words(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_join_two_words(list(sys.argv[1:] if argv is None else argv)))
+    argv = _join_two_words(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(argv)
+    args.argv = argv  # the command line after the program name (`replay --shards N` runs it again per shard)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

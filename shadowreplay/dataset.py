@@ -59,8 +59,10 @@ def write_table(
     compression: str = "zstd",
     row_group_size: int = 128 * 1024,
     extra_metadata: Mapping[str, str] | None = None,
+    name_tag: str | None = None,
 ) -> list[Path]:
     """Writes `data` into ROOT/TABLE/date=.../hour=.../part-*.parquet, one file per hour present.
+    `name_tag` (e.g. a replay shard's `shard-0-of-4`) goes into each file name after the hour.
 
     Returns the paths written. Each file appears atomically (temp name, then rename)."""
     data = conform(data, table)
@@ -84,7 +86,8 @@ def write_table(
         when = dt.datetime.fromtimestamp(h * 3600, tz=dt.timezone.utc)
         folder = table_dir(root, table) / f"date={when:%Y-%m-%d}" / f"hour={when:%H}"
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"part-{when:%Y%m%dT%H}-{uuid.uuid4().hex[:12]}.parquet"
+        tag = f"{name_tag}-" if name_tag else ""
+        name = f"part-{when:%Y%m%dT%H}-{tag}{uuid.uuid4().hex[:12]}.parquet"
         tmp = folder / (name + TMP_SUFFIX)
         final = folder / name
         try:
