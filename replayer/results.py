@@ -16,8 +16,10 @@ def columns_table(columns: dict[str, list[Any]]) -> pa.Table:
     return conform(pa.table({k: pa.array(v) for k, v in columns.items()}), REPLAY_RESULTS)
 
 
-def write_results(out: Path, columns: dict[str, list[Any]], run_id: str) -> list[Path]:
-    return write_table(out, REPLAY_RESULTS, columns_table(columns), extra_metadata={"run_id": run_id})
+def write_results(out: Path, columns: dict[str, list[Any]], run_id: str, shard_tag: str | None = None) -> list[Path]:
+    """`shard_tag` (shard-K-of-N): into the file names and the files' metadata (`shadowreplay.shard`)."""
+    meta = {"run_id": run_id} | ({"shard": shard_tag} if shard_tag else {})
+    return write_table(out, REPLAY_RESULTS, columns_table(columns), extra_metadata=meta, name_tag=shard_tag)
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:

@@ -4,7 +4,7 @@ It reads length-prefixed marshal messages from stdin and writes OUT/replay_resul
 files (zstd, via shadowreplay.dataset: temp name, then rename) every `flush_interval_s`, so Arrow
 building and compression never take the replay's GIL or delay a send. Messages:
 
-    ("config", {out, run_id, flush_interval_s, manifest (JSON text)})   first
+    ("config", {out, run_id, flush_interval_s, manifest (JSON text)[, manifest_name, name_tag, metadata]})   first
     ("plan", static columns)                                             rows.static_columns
     ("start", start_mono_ns, wall_minus_mono_ns)                         before the first row
 and row batches (lists of rows.Row of done requests), framed with ROWS_FLAG set in the length:
@@ -50,10 +50,13 @@ def encode_rows(rows: list) -> bytes:
     return HEADER.pack(len(data) | ROWS_FLAG) + data
 
 
-def write_manifest(out: Path, manifest: dict) -> None:
-    tmp = out / "manifest.json.tmp"
+def write_manifest(out: Path, manifest: dict, name: str = "manifest.json") -> None:
+    """Writes OUT/NAME atomically (a sharded replay's is manifests/shard-K-of-N.json)."""
+    final = out / name
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(final.name + ".tmp")
     tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    os.replace(tmp, out / "manifest.json")
+    os.replace(tmp, final)
 
 
 class Child:
@@ -115,7 +118,8 @@ class Child:
         out = Path(self.config["out"])
         table = columns_table(columns(self.static, rows, *self.start))
         try:
-            paths = write_table(out, REPLAY_RESULTS, table, extra_metadata={"run_id": self.config["run_id"]})
+            paths = write_table(out, REPLAY_RESULTS, table, extra_metadata=self.config.get("metadata") or {"run_id": self.config["run_id"]},
+                                name_tag=self.config.get("name_tag"))
         except Exception as e:  # disk full, permissions: keep the rows and try again next time
             self.pending = rows + self.pending
             say(json.dumps({"error": f"{e.__class__.__name__}: {e}"}))
@@ -126,7 +130,7 @@ class Child:
             self.manifest["rows_flushed"] = self.rows_written
             self.manifest["flushed_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
             try:
-                write_manifest(out, self.manifest)
+                write_manifest(out, self.manifest, self.config.get("manifest_name") or "manifest.json")
             except OSError:
                 pass
         say(json.dumps({"rows": self.rows_written, "files": [str(p) for p in paths]}))

@@ -62,8 +62,11 @@ class _Writer(asyncio.BaseProtocol):
 
 
 class ResultSink:
-    def __init__(self, out: Path, run_id: str, flush_interval_s: float, manifest_json: str, static: dict):
+    def __init__(self, out: Path, run_id: str, flush_interval_s: float, manifest_json: str, static: dict,
+                 manifest_name: str = "manifest.json", shard_tag: str | None = None):
         self.out = out
+        self.manifest_name = manifest_name
+        self.shard_tag = shard_tag
         self.run_id = run_id
         self.flush_interval_s = flush_interval_s
         self.manifest_json = manifest_json
@@ -102,7 +105,9 @@ class ResultSink:
         self._alive = True
         self._wt.write(encode(("config", {"out": str(self.out), "run_id": self.run_id,
                                           "flush_interval_s": self.flush_interval_s,
-                                          "manifest": self.manifest_json})))
+                                          "manifest": self.manifest_json, "manifest_name": self.manifest_name,
+                                          "name_tag": self.shard_tag,
+                                          "metadata": {"run_id": self.run_id} | ({"shard": self.shard_tag} if self.shard_tag else {})})))
         self._wt.write(encode(("plan", self.static)))
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT_S)
@@ -209,7 +214,7 @@ class ResultSink:
             base = self.start[0] + self.start[1]  # start instant on the wall clock, ns
             rest = [r for r in self.rows if (ids[r[0]], (base + offs[r[0]]) // 1000) not in on_disk]
         if rest:
-            self.files.extend(results.write_results(self.out, columns(self.static, rest, *self.start), self.run_id))
+            self.files.extend(results.write_results(self.out, columns(self.static, rest, *self.start), self.run_id, self.shard_tag))
         self.confirmed = len(self.rows)
 
     def _on_disk(self) -> tuple[set[tuple[str, int]], list[Path]]:
