@@ -1,7 +1,9 @@
 """Reading and writing shadowreplay datasets (Parquet, Hive-partitioned by date and hour).
 
-Writes are crash-safe: each file is written under a hidden temporary name in its final folder
-and renamed when complete, so a reader globbing `**/*.parquet` never sees a partial file.
+A dataset root is a local folder or an `s3://bucket/prefix` (shadowreplay.storage). Writes are
+crash-safe: locally each file is written under a temporary name in its final folder and renamed
+when complete; on object storage each file is one PUT of the whole object; so a reader globbing
+`**/*.parquet` never sees a partial file.
 """
 
 from __future__ import annotations
@@ -18,16 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import DatasetError
+from .errors import DatasetError, ShadowReplayError
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
+from .storage import TMP_SUFFIX, Location, location, read_parquet_metadata, write_parquet  # noqa: F401 (TMP_SUFFIX)
 
 log = logging.getLogger(__name__)
 
-TMP_SUFFIX = ".tmp"  # files being written end in .parquet.tmp, so **/*.parquet never matches them
 
 
-def table_dir(root: str | os.PathLike, table: str) -> Path:
-    return Path(root) / table
+def table_dir(root: str | os.PathLike | Location, table: str) -> Location:
+    return location(root) / table
 
 
 def rows_to_table(rows: Iterable[Mapping[str, Any]], table: str) -> pa.Table:
@@ -52,7 +54,7 @@ def conform(data: pa.Table, table: str) -> pa.Table:
 
 
 def write_table(
-    root: str | os.PathLike,
+    root: str | os.PathLike | Location,
     table: str,
     data: pa.Table,
     *,
@@ -60,9 +62,10 @@ def write_table(
     row_group_size: int = 128 * 1024,
     extra_metadata: Mapping[str, str] | None = None,
     name_tag: str | None = None,
-) -> list[Path]:
+) -> list[Location]:
     """Writes `data` into ROOT/TABLE/date=.../hour=.../part-*.parquet, one file per hour present.
-    `name_tag` (e.g. a replay shard's `shard-0-of-4`) goes into each file name after the hour.
+    `name_tag` (e.g. a replay shard's `shard-0-of-4`, a recorder's instance id) goes into each
+    file name after the hour, so that several writers can share one root.
 
     Returns the paths written. Each file appears atomically (temp name, then rename)."""
     data = conform(data, table)
@@ -85,26 +88,20 @@ def write_table(
         part = part.replace_schema_metadata(meta)
         when = dt.datetime.fromtimestamp(h * 3600, tz=dt.timezone.utc)
         folder = table_dir(root, table) / f"date={when:%Y-%m-%d}" / f"hour={when:%H}"
-        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(folder, Path):
+            folder.mkdir(parents=True, exist_ok=True)
         tag = f"{name_tag}-" if name_tag else ""
-        name = f"part-{when:%Y%m%dT%H}-{tag}{uuid.uuid4().hex[:12]}.parquet"
-        tmp = folder / (name + TMP_SUFFIX)
-        final = folder / name
-        try:
-            pq.write_table(part, tmp, compression=compression, row_group_size=row_group_size)
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        final = folder / f"part-{when:%Y%m%dT%H}-{tag}{uuid.uuid4().hex[:12]}.parquet"
+        write_parquet(part, final, compression=compression, row_group_size=row_group_size)
         written.append(final)
     return written
 
 
-def write_rows(root: str | os.PathLike, table: str, rows: Iterable[Mapping[str, Any]], **kw) -> list[Path]:
+def write_rows(root: str | os.PathLike | Location, table: str, rows: Iterable[Mapping[str, Any]], **kw) -> list[Location]:
     return write_table(root, table, rows_to_table(rows, table), **kw)
 
 
-def parquet_files(root: str | os.PathLike, table: str) -> list[Path]:
+def parquet_files(root: str | os.PathLike | Location, table: str) -> list[Location]:
     """The complete Parquet files of one table under root (temporary files excluded)."""
     d = table_dir(root, table)
     if not d.is_dir():
@@ -112,13 +109,15 @@ def parquet_files(root: str | os.PathLike, table: str) -> list[Path]:
     return sorted(d.rglob("*.parquet"))
 
 
-def find_tables(path: str | os.PathLike) -> dict[str, Path]:
+def find_tables(path: str | os.PathLike | Location) -> dict[str, Location]:
     """Maps table name -> dataset root for every shadowreplay table found at or below `path`
-    (a dataset folder, a folder holding several, or a table folder itself)."""
-    p = Path(path)
+    (a dataset folder, a folder holding several, or a table folder itself; local or s3://)."""
+    p = location(path)
+    if not isinstance(p, Path):
+        p.check_bucket()  # a missing bucket or refused credentials: one clear line
     if not p.exists():
         raise DatasetError(f"{p}: no such file or folder")
-    found: dict[str, Path] = {}
+    found: dict[str, Location] = {}
     if p.name in TABLES and p.is_dir():
         found[p.name] = p.parent
         return found
@@ -136,14 +135,16 @@ def find_tables(path: str | os.PathLike) -> dict[str, Path]:
 _warned_no_metadata = False
 
 
-def check_file(path: Path, table: str | None = None) -> pq.FileMetaData:
+def check_file(path: Location, table: str | None = None) -> pq.FileMetaData:
     """Reads a file's footer and checks it can be read as `table`: our schema version (a file
     another tool wrote without our metadata is read as the current version, with one warning
     per process), the table's required columns present, every documented column of a
     compatible type. Raises DatasetError naming the file, the column and the expected type."""
     global _warned_no_metadata
     try:
-        md = pq.read_metadata(path)
+        md = read_parquet_metadata(path)
+    except ShadowReplayError:
+        raise
     except Exception as e:  # corrupt footer, not Parquet, truncated
         raise DatasetError(f"{path}: not a readable Parquet file ({e})") from None
     kv = md.metadata or {}
@@ -164,7 +165,7 @@ def check_file(path: Path, table: str | None = None) -> pq.FileMetaData:
     return md
 
 
-def _check_columns(path: Path, have: pa.Schema, want: pa.Schema) -> None:
+def _check_columns(path: Location, have: pa.Schema, want: pa.Schema) -> None:
     for f in want:
         if f.name not in have.names:
             if not f.nullable:
@@ -232,7 +233,7 @@ def absent_columns(table: str, present: Iterable[str]) -> str:
     return "".join(f', CAST(NULL AS {duckdb_type(f.type)}) AS "{f.name}"' for f in SCHEMAS[table] if f.name not in have)
 
 
-def checked_columns(files: Iterable[Path], table: str) -> set[str]:
+def checked_columns(files: Iterable[Location], table: str) -> set[str]:
     """Checks every file (check_file) and returns the union of their column names."""
     out: set[str] = set()
     for f in files:
@@ -240,7 +241,7 @@ def checked_columns(files: Iterable[Path], table: str) -> set[str]:
     return out
 
 
-def glob_for(root: str | os.PathLike, table: str) -> str:
+def glob_for(root: str | os.PathLike | Location, table: str) -> str:
     """The glob DuckDB reads a table with: read_parquet(glob, hive_partitioning=true)."""
     return str(table_dir(root, table) / "**" / "*.parquet")
 
@@ -248,14 +249,14 @@ def glob_for(root: str | os.PathLike, table: str) -> str:
 RUN_PREFIX = "run-"  # `replay --repeat N` writes OUT/run-01/ ... OUT/run-NN/, each a replay's output
 
 
-def run_dir(root: str | os.PathLike, k: int) -> Path:
+def run_dir(root: str | os.PathLike | Location, k: int) -> Location:
     """The folder of repeat k (1-based) of a repeated replay."""
-    return Path(root) / f"{RUN_PREFIX}{k:02d}"
+    return location(root) / f"{RUN_PREFIX}{k:02d}"
 
 
-def run_dirs(path: str | os.PathLike) -> list[Path]:
+def run_dirs(path: str | os.PathLike | Location) -> list[Location]:
     """The runs of a dataset: the run-NN/ folders of a repeated replay, else the path itself."""
-    p = Path(path)
+    p = location(path)
     if p.is_dir():
         runs = sorted(d for d in p.glob(f"{RUN_PREFIX}[0-9]*") if d.is_dir() and d.name[len(RUN_PREFIX):].isdigit())
         if runs:
