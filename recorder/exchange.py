@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from shadowreplay import llmapi
+from shadowreplay.jsondepth import JSON_DEPTH_CAP, deeper_than
 from shadowreplay.schema import REQUESTS_SCHEMA
 
 from .sse import DecodedTooLarge, StreamDecoder, decode_body, gaps_ms
@@ -41,6 +42,7 @@ class RowOptions:
     prefix_chars: int = 1000  # N: prefix_hash covers the first N characters of the prompt
     body_cap: int = 1 << 20  # bytes of request body / chars of response text kept per row
     stream_cap: int = 16 << 20  # raw bytes of one streamed response kept for reassembly
+    json_depth_cap: int = JSON_DEPTH_CAP  # a body nested deeper is not parsed (scrubbed as text)
     source: str = "recorder"
 
 
@@ -232,7 +234,9 @@ class HttpExchange:
             errors.append(f"request body over cap ({len(body)} > {opts.body_cap} bytes): stored truncated")
         looks_json = (req_ct or "").lower().find("json") >= 0 or body[:1] in (b"{", b"[")
         parsed: Any = None
-        if looks_json:
+        if looks_json and deeper_than(body, opts.json_depth_cap):
+            errors.append(f"request body: JSON nested deeper than {opts.json_depth_cap} levels: not parsed")
+        elif looks_json:
             try:
                 parsed = json.loads(body)
             except UnicodeDecodeError:
@@ -325,6 +329,9 @@ class HttpExchange:
                 errors.append(f"response body: {e}")
                 return
         if not body:
+            return
+        if ("json" in ct or body[:1] == b"{") and deeper_than(body, opts.json_depth_cap):
+            errors.append(f"response body: JSON nested deeper than {opts.json_depth_cap} levels: not parsed")
             return
         if "json" in ct or body[:1] == b"{":
             try:

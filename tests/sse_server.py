@@ -144,7 +144,7 @@ class _Handler:
             req = json.loads(body)
             if not isinstance(req, dict):
                 raise ValueError
-        except ValueError:
+        except (ValueError, RecursionError):
             self._plain(writer, 400, b'{"error": {"message": "malformed JSON body"}}', "application/json")
             return True
         gz = headers.get("x-test-gzip") == "1"

@@ -9,6 +9,7 @@ import pytest
 
 from shadowreplay.anonymize import Scrubber
 from shadowreplay import llmapi
+from shadowreplay.jsondepth import JSON_DEPTH_CAP, deeper_than
 from shadowreplay.recorder.exchange import HttpExchange, RowOptions, credential
 
 KEY = b"unit-test-key-0123456789abcdef"
@@ -146,3 +147,33 @@ def test_a_gzip_bomb_request_body_is_recorded_as_an_error(scrubber):
     r = ex(bomb, headers=[("content-encoding", "gzip")]).to_row(scrubber, RowOptions())
     assert "request body: decoded gzip body over" in r["error"]
     assert r["request_body"] is None and r["request_bytes"] == len(bomb)
+
+
+@pytest.mark.parametrize("depth", [JSON_DEPTH_CAP + 1, 5000, 300_000])
+def test_json_nested_over_the_cap_is_not_parsed_and_the_row_says_so(scrubber, depth):
+    nest = "[" * depth + json.dumps({"email": EMAIL}) + "]" * depth
+    body = chat_body("hi " + EMAIL)[:-1] + b', "x": ' + nest.encode() + b"}"
+    deep_reply = ("[" * depth + '"' + EMAIL + '"' + "]" * depth).encode()
+    e = ex(body, response_headers=[("content-type", "application/json")], response_body=deep_reply, ts_end=1000.2)
+    row = e.to_row(scrubber, RowOptions())
+    assert f"request body: JSON nested deeper than {JSON_DEPTH_CAP} levels: not parsed" in row["error"]
+    assert f"response body: JSON nested deeper than {JSON_DEPTH_CAP} levels: not parsed" in row["error"]
+    assert row["kind"] == "chat" and row["model"] is None  # not parsed: nothing taken from it
+    assert row["request_body"] and EMAIL not in row["request_body"]  # kept, scrubbed as text
+    assert EMAIL not in json.dumps({k: v for k, v in row.items() if isinstance(v, str)})
+
+
+def test_json_at_the_cap_is_parsed(scrubber):
+    nest = "[" * (JSON_DEPTH_CAP - 1) + "1" + "]" * (JSON_DEPTH_CAP - 1)  # the body's object is one level
+    body = chat_body("hi")[:-1] + b', "x": ' + nest.encode() + b"}"
+    row = ex(body).to_row(scrubber, RowOptions())
+    assert row["error"] is None and row["model"] == "llama"
+
+
+@pytest.mark.parametrize("text,depth", [
+    (b'{"a": "[[[[[[[[[[", "b": [1, {"c": []}]}', 4),  # brackets inside strings do not count
+    (b'{"a": "\\"[[[[[[[[[[\\"", "b": []}', 2),  # nor after escaped quotes
+    (b"[" * 10 + b"]" * 10 + b"[[[]]]", 10),  # depth, not the number of brackets
+])
+def test_deeper_than_counts_nesting_only(text, depth):
+    assert not deeper_than(text, depth) and deeper_than(text, depth - 1)

@@ -1,8 +1,8 @@
 """Fault injection for the recorder (issue #17), against a real mitmdump with the addon in front
 of tests/sse_server.py, with real network traffic: a full disk (a small tmpfs), the output folder
 removed or moved away, the writer process SIGKILLed while it writes, an upstream reset mid-stream,
-a client that disconnects mid-stream, a client that stalls and reads slowly, and headers over
-the hostile-input caps.
+a client that disconnects mid-stream, a client that stalls and reads slowly, and headers and JSON
+nesting over the hostile-input caps.
 
 Each case checks that traffic keeps flowing (later requests get their upstream answers), that the
 event is counted in recorder_status.json, that no partial file is visible under a *.parquet
@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from shadowreplay.dataset import check_file, parquet_files
+from shadowreplay.jsondepth import JSON_DEPTH_CAP
 from shadowreplay.recorder.writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, cap_headers, proxy_error_kind
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, read_requests, rows_by_header, wait_for
@@ -403,3 +404,36 @@ def test_headers_over_the_caps_are_not_kept_the_client_gets_its_answer(tmp_path,
         assert planted not in text and planted.encode() not in blob
     by = rows_by_header(rows)
     assert by["after-0"]["error"] is None and "x-test-id" in json.loads(by["after-0"]["request_headers"])
+
+
+@pytest.mark.slow
+def test_json_nested_over_the_cap_is_not_parsed_the_client_gets_its_answer(tmp_path, server, key_file):
+    out = tmp_path / "data"
+    with Proxy(server.url, out, key_file, free_port(), shadowreplay_rotate_seconds=0.2) as proxy:
+        with httpx.Client(base_url=proxy.url, timeout=30) as c:
+            # within the upstream's own parser limit, over the recorder's cap: the upstream answers
+            body = chat("deepok words " + EMAIL, max_tokens=2)
+            nest = "[" * (JSON_DEPTH_CAP + 72) + json.dumps({"contact": EMAIL}) + "]" * (JSON_DEPTH_CAP + 72)
+            raw = json.dumps(body)[:-1] + ', "x": ' + nest + "}"
+            r = c.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json", "x-test-id": "deep-ok"})
+            assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"].startswith("deepok words")
+            # a bomb of 200,000 levels: the upstream refuses it, the client gets that answer
+            bomb = '{"model": "m", "messages": [{"role": "user", "content": "deepbomb ' + EMAIL + '"}], "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
+            r = c.post("/v1/chat/completions", content=bomb, headers={"content-type": "application/json", "x-test-id": "deep-bomb"})
+            assert r.status_code == 400 and b"malformed JSON" in r.content
+            post_all(c, "after", 2)
+            wait_for(lambda: status(out).get("rows_written") == 4, what="every row")
+        assert proxy.stop(signal.SIGTERM) == 0
+    st = status(out)
+    assert st["writer_restarts"] == 0 and st["dropped_writer_died"] == 0 and st["convert_failed"] == 0
+    assert_sound(out)
+    by = rows_by_header(read_requests(out))
+    for tag in ("deep-ok", "deep-bomb"):
+        row = by[tag]
+        assert f"request body: JSON nested deeper than {JSON_DEPTH_CAP} levels: not parsed" in row["error"]
+        assert row["kind"] == "chat" and row["request_body"]  # the body is kept, scrubbed as text
+        assert EMAIL not in row["request_body"]
+    assert by["deep-ok"]["response_text"].startswith("deepok words")
+    assert by["after-0"]["error"] is None
+    blob = b"".join(f.read_bytes() for f in out.rglob("*") if f.is_file())
+    assert EMAIL.encode() not in blob
