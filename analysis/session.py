@@ -19,6 +19,7 @@ import duckdb
 from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files, run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
+from shadowreplay.storage import is_remote, location, register_duckdb
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _manifest_recording(root: Path) -> Path | None:
                 return None
             if not rec:
                 return None
-            p = Path(rec)
+            p = location(rec)
             if not p.is_absolute():
                 p = (cand.parent / p).resolve()
             return p
@@ -72,7 +73,7 @@ def find_sources(paths: list[str | os.PathLike], follow_manifest: bool = True) -
     src = Sources()
 
     def add(table: str, root: Path) -> None:
-        root = Path(root)
+        root = location(root)  # a local folder or an s3:// prefix
         if root in src.roots.get(table, []):
             return
         if not parquet_files(root, table):
@@ -120,6 +121,8 @@ def connect(threads: int | None = None, memory_limit: str | None = None, warmup_
 
 def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | None = None) -> list[str]:
     """Creates the table views (and `replayed`) in `schema` (default: main). Returns their names."""
+    if any(is_remote(r) for roots in src.roots.values() for r in roots):
+        register_duckdb(con)  # s3:// globs are read through s3fs
     if schema:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         con.execute(f"SET schema = {sql_literal(schema)}")
