@@ -12,8 +12,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.sse_server import SseServer
+
 REPO = Path(__file__).resolve().parent.parent
 ADDON = REPO / "recorder" / "record_addon.py"
+
+
+@pytest.fixture
+def server():
+    """The local SSE test upstream (tests/sse_server.py), one per test."""
+    with SseServer() as s:
+        yield s
+
+
+def chat(content: str, model: str = "m", **kw) -> dict:
+    """A chat completions request body with one user message."""
+    return {"model": model, "messages": [{"role": "user", "content": content}], **kw}
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02, what: str = "condition") -> Any:

@@ -32,20 +32,9 @@ from shadowreplay.dataset import check_file, parquet_files
 from shadowreplay.jsondepth import JSON_DEPTH_CAP
 from shadowreplay.recorder.writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, cap_headers, proxy_error_kind
 from tests.conftest import free_port
-from tests.recorder_helpers import Proxy, read_requests, rows_by_header, wait_for
-from tests.sse_server import SseServer
+from tests.recorder_helpers import Proxy, chat, read_requests, rows_by_header, server, wait_for  # noqa: F401 (server: a fixture)
 
 EMAIL = "planted.header@example.org"
-
-
-@pytest.fixture
-def server():
-    with SseServer() as s:
-        yield s
-
-
-def chat(content: str, **kw) -> dict:
-    return {"model": "m", "messages": [{"role": "user", "content": content}], **kw}
 
 
 def status(out: Path) -> dict[str, Any]:

@@ -20,8 +20,7 @@ from shadowreplay.recorder.writer import WriterConfig, read_status
 from shadowreplay.recorder.writer_proc import encode, read_message
 from shadowreplay.dataset import check_file, parquet_files
 from tests.conftest import free_port
-from tests.recorder_helpers import Proxy, read_requests, wait_for
-from tests.sse_server import SseServer
+from tests.recorder_helpers import Proxy, chat, read_requests, server, wait_for  # noqa: F401 (server: a fixture)
 
 EMAIL = "marta.kowalska@example.org"
 PHONE = "+1 415 555 0134"
@@ -129,16 +128,6 @@ def test_child_crash_is_counted_and_a_new_child_takes_over(tmp_path, key_file):
     ids = {r["request_id"] for r in read_requests(out)}
     assert st["rows_written"] == count(out) == len(ids)
     assert {f"r{i}" for i in range(100, 150)} <= ids and not ids & {f"r{i}" for i in range(50)}
-
-
-@pytest.fixture
-def server():
-    with SseServer() as s:
-        yield s
-
-
-def chat(content: str, **kw) -> dict:
-    return {"model": "m", "messages": [{"role": "user", "content": content}], **kw}
 
 
 def _pid_gone(pid: int) -> bool:

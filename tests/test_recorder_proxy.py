@@ -20,20 +20,14 @@ import pytest
 
 from shadowreplay.dataset import check_file, parquet_files
 from tests.conftest import free_port
-from tests.recorder_helpers import REPO, Proxy, port_open, read_requests, rows_by_header, wait_for
-from tests.sse_server import SseServer
+from tests import recorder_helpers
+from tests.recorder_helpers import REPO, Proxy, port_open, read_requests, rows_by_header, server, wait_for  # noqa: F401 (server: a fixture)
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def server():
-    with SseServer() as s:
-        yield s
-
-
 def chat(content: str, **kw) -> dict:
-    return {"model": "fake-llm", "messages": [{"role": "user", "content": content}], **kw}
+    return recorder_helpers.chat(content, model="fake-llm", **kw)
 
 
 def stream_request(client: httpx.Client, url: str, body: dict, headers: dict) -> dict:
