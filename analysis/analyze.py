@@ -10,7 +10,8 @@ import duckdb
 from shadowreplay.durations import format_duration
 
 from . import fmt
-from .session import Sources, has_column_data, materialize, query, scalar
+from .engine import Engine, as_engine, has_column_data
+from .session import Sources
 
 KEY = ("kind", "model", "client_id")
 # The lat columns the analyze queries read (kept in memory once, see session.materialize).
@@ -25,23 +26,24 @@ def _q(v, i):
     return None if v is None else v[i]
 
 
-def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
+def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
+    eng = as_engine(con)  # DuckDB's connection or the Spark engine: the same rows either way
     notes: list[str] = []
     # Before materialize(): the only query that reads the itl_ms lists, and only when there are some.
-    any_itl = scalar(con, "SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)")
-    itl_rows = query(con, "itl") if any_itl else []
+    any_itl = eng.scalar("SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)")
+    itl_rows = eng.query("itl") if any_itl else []
     keep = list(keep or KEEP)
     if not any_itl:
         # Same values (list_avg of no list is NULL), without reading the all-NULL itl_ms column.
         keep = ["tpot_mean_ms AS tpot_ms" if c == "tpot_ms" else c for c in keep]
-    n = materialize(con, keep)
+    n = eng.materialize(keep)
     result: dict[str, Any] = {"table": table, "sources": src.describe(), "requests": n, "slo_ms": slo, "window_s": window_s}
     if n == 0:
         notes.append(f"{table} holds no rows")
         result.update(groups=[], prefix=None, notes=notes)
         return result
-    has_ttft = has_column_data(con, "ttft_ms")
-    if not has_column_data(con, "e2e_ms"):
+    has_ttft = has_column_data(eng, "ttft_ms")
+    if not has_column_data(eng, "e2e_ms"):
         notes.append("no latencies recorded (an imported trace holds arrival times and token counts only): replay it to measure latency")
     has_itl = any(r["is_total"] and r["gaps"] for r in itl_rows)
     if not has_ttft:
@@ -50,8 +52,8 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[
         notes.append("no per-token timings (itl_ms): ITL percentiles are per-request means (e2e-ttft)/(tokens-1) where known")
     params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
     params["window_s"] = window_s
-    rows = query(con, "summary", params)
-    windows = {_key(r): r for r in query(con, "windows")} if slo else {}
+    rows = eng.query("summary", params)
+    windows = {_key(r): r for r in eng.query("windows")} if slo else {}
     itl = {_key(r): r for r in itl_rows} if has_itl else {}
     groups = []
     for r in rows:
@@ -87,10 +89,10 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[
     result["span_s"] = rows[0]["span_s"] if rows else None
     if not slo:
         notes.append("no --slo given: goodput counts every successful request; windowed compliance needs an SLO")
-    if has_column_data(con, "prefix_key"):
+    if has_column_data(eng, "prefix_key"):
         result["prefix"] = [
             {k: r[k] for k in ("client_id", "requests", "shared", "shared_share", "distinct_prefixes")} | {"total": bool(r["is_total"])}
-            for r in query(con, "prefix")
+            for r in eng.query("prefix")
         ]
     else:
         result["prefix"] = None

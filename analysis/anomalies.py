@@ -24,7 +24,8 @@ import duckdb
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
-from .session import Sources, has_column_data, materialize, query
+from .engine import Engine, as_engine, has_column_data
+from .session import Sources
 from .units import format_duration
 
 DAY = 86400
@@ -81,13 +82,14 @@ def _off(s: float) -> str:
     return "0s" if s == 0 else format_duration(s)
 
 
-def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams) -> dict[str, Any]:
+def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams) -> dict[str, Any]:
+    eng = as_engine(con)  # DuckDB's connection or the Spark engine: the same rows either way
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
     # who = client, else route: folded once here so only one string column is kept in memory.
     # ITL as the per-request mean (e2e - ttft) / (tokens - 1): a recording's gap lists and a
     # replay without them give the same figure, and no list is read.
-    n = materialize(con, ["t", "fold_t", "ttft_ms", "e2e_ms", "tpot_mean_ms", "prompt_len", "failed",
+    n = eng.materialize(["t", "fold_t", "ttft_ms", "e2e_ms", "tpot_mean_ms", "prompt_len", "failed",
                           "coalesce(client_id, route) AS client_id", "NULL::VARCHAR AS route"])
     res["requests"] = n
     if n == 0:
@@ -99,27 +101,27 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
     if table == REPLAY_RESULTS:
         notes.append("folded on the recording's clock (each request at its recorded ts_start)" if res["fold_clock"] == "recording"
                      else "no recording found for this replay (no manifest.json recording, none given): folded on the replay's own clock (scheduled_at)")
-    if not has_column_data(con, "e2e_ms"):
+    if not has_column_data(eng, "e2e_ms"):
         res["notes"] = notes + ["no latency recorded (e2e_ms empty): nothing to fold"]
         return res
-    have_ttft = has_column_data(con, "ttft_ms")
+    have_ttft = has_column_data(eng, "ttft_ms")
     metrics = list(METRICS) if p.metric == "all" else [p.metric]
     if "ttft" in metrics and not have_ttft:
         notes.append("no TTFT recorded (not streamed): " + ("judged on E2E and ITL" if p.metric == "all" else "using e2e latency instead"))
         metrics = [m for m in metrics if m != "ttft"] or ["e2e"]
-    if "itl" in metrics and not has_column_data(con, "tpot_mean_ms"):
+    if "itl" in metrics and not has_column_data(eng, "tpot_mean_ms"):
         if p.metric != "all":
             notes.append("no inter-token latency (no TTFT or completion tokens): using e2e latency instead")
         metrics = [m for m in metrics if m != "itl"] or ["e2e"]
     metric = metrics[0] if len(metrics) == 1 else ("ttft" if have_ttft else "e2e")  # the heatmap's
-    if not has_column_data(con, "prompt_len"):
+    if not has_column_data(eng, "prompt_len"):
         notes.append("no prompt lengths (prompt_tokens/prompt_chars empty): prompt ratios unknown")
     params = {
         "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
         "metrics": metrics, "raised_z_min": RAISED_Z, "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
         "min_periods": p.min_periods, "min_share": p.min_share, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
     }
-    shape = query(con, "fold", params)[0]
+    shape = eng.query("fold", params)[0]
     res["periods"] = shape["periods"]
     res["slots"] = shape["slots"]
     res["slots_per_period"] = int(round(p.period_s / p.bucket_s))
@@ -128,23 +130,21 @@ def compute(con: duckdb.DuckDBPyConnection, src: Sources, table: str, p: Anomaly
             f"the data spans {shape['periods']} period(s) of {format_duration(p.period_s)}, fewer than --min-periods "
             f"{p.min_periods}: no slot can repeat; try a shorter --period"
         )
-    accepted = [(c["slot"], c["metric"], chance) for c in query(con, "anomalies")
+    accepted = [(c["slot"], c["metric"], chance) for c in eng.query("anomalies")
                 if (chance := _chance(c)) <= p.alpha or (c["z"] is not None and c["z"] >= p.min_z)]
-    con.execute("CREATE OR REPLACE TEMP TABLE fold_accepted (slot INTEGER, metric VARCHAR, chance DOUBLE)")
-    if accepted:
-        con.executemany("INSERT INTO fold_accepted VALUES (?, ?, ?)", accepted)
-    found = query(con, "anomaly_slots")
+    eng.rows_table("fold_accepted", [("slot", "INTEGER"), ("metric", "VARCHAR"), ("chance", "DOUBLE")], accepted)
+    found = eng.query("anomaly_slots")
     by_slot: dict[int, list[dict[str, Any]]] = {}
     if found:
-        for r in query(con, "anomaly_clients"):
+        for r in eng.query("anomaly_clients"):
             by_slot.setdefault(r["slot"], []).append(r)
     engine = None
     eng_slots: dict[int, dict[str, Any]] = {}
     if src.has("engine_metrics"):
-        e = query(con, "engine_windows")[0]
+        e = eng.query("engine_windows")[0]
         if e["windows"]:
             engine = e
-            eng_slots = {r["slot"]: r for r in query(con, "engine_slots")} if found else {}
+            eng_slots = {r["slot"]: r for r in eng.query("engine_slots")} if found else {}
         else:
             notes.append("engine_metrics do not overlap the requests in time (or hold no vLLM gauges): no batch-size correlation")
     else:

@@ -163,8 +163,13 @@ def choose_table(src: Sources, table: str | None) -> str:
     raise DatasetError(f"nothing to analyze: no requests or replay_results with data ({what} is empty)")
 
 
+def lat_source_name(src: Sources, table: str) -> str:
+    """The .sql file that makes `lat_source` for `table` (see lat.sql)."""
+    return "lat_requests" if table == REQUESTS else ("lat_replayed" if src.has(REQUESTS) else "lat_replay_results")
+
+
 def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schema: str | None = None) -> None:
-    name = "lat_requests" if table == REQUESTS else ("lat_replayed" if src.has(REQUESTS) else "lat_replay_results")
+    name = lat_source_name(src, table)
     if schema:
         con.execute(f"SET schema = {sql_literal(schema)}")
     try:
@@ -227,7 +232,7 @@ def _run_sql_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, A
             con.execute("SET schema = 'main'")
 
 
-def _split(text: str) -> list[str]:
+def split_statements(text: str) -> list[str]:
     """Splits a .sql file on ';' at line ends (our files keep ';' out of strings)."""
     lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
     out, cur = [], []
@@ -239,6 +244,9 @@ def _split(text: str) -> list[str]:
     if any(c.strip() for c in cur):
         out.append("\n".join(cur))
     return out
+
+
+_split = split_statements  # the older name
 
 
 def open_dataset(paths: list[str], table: str | None = None, threads: int | None = None, memory_limit: str | None = None,
