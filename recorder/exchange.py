@@ -20,6 +20,7 @@ from shadowreplay import llmapi
 from shadowreplay.jsondepth import JSON_DEPTH_CAP, deeper_than
 from shadowreplay.schema import REQUESTS_SCHEMA
 
+from .shape import BLOCK_CHARS, bare_path, header_names, request_columns
 from .sse import DecodedTooLarge, StreamDecoder, decode_body, gaps_ms
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ class RowOptions:
     stream_cap: int = 16 << 20  # raw bytes of one streamed response kept for reassembly
     json_depth_cap: int = JSON_DEPTH_CAP  # a body nested deeper is not parsed (scrubbed as text)
     source: str = "recorder"
+    keep: str = "text"  # "shape": no text at all, only lengths/structure/hashes (recorder/shape.py)
+    shape_block_chars: int = BLOCK_CHARS  # characters per hash_ids block in shape rows
+
+    @property
+    def shape(self) -> bool:
+        return self.keep == "shape"
 
 
 @runtime_checkable
@@ -157,22 +164,25 @@ class HttpExchange:
             "source": opts.source,
         }
         if self.path is not None:
-            p = scrubber.scrub_text(self.path)
+            p = scrubber.scrub_text(bare_path(self.path) if opts.shape else self.path)
             row["path"] = p.text
             add_counts(pii, p.counts)
         ua = header(self.request_headers, "user-agent")
-        if ua is not None:
+        if ua is not None and not opts.shape:
             s = scrubber.scrub_text(ua)
             row["user_agent"] = s.text
             add_counts(pii, s.counts)
         cred = credential(self.request_headers)
         row["client_id"] = scrubber.client_id(cred if cred else (self.client_addr or "unknown"))
-        hdrs, counts = scrubber.scrub_headers(self.request_headers)
-        for k in hdrs:  # the scrubber fingerprints credentials; make sure none slips through as text
-            if k in SECRET_HEADERS and not hdrs[k].startswith("<redacted"):
-                hdrs[k] = REDACTED
-        row["request_headers"] = json.dumps(hdrs, ensure_ascii=False, sort_keys=True)
-        add_counts(pii, counts)
+        if opts.shape:
+            row["request_headers"] = header_names(self.request_headers)
+        else:
+            hdrs, counts = scrubber.scrub_headers(self.request_headers)
+            for k in hdrs:  # the scrubber fingerprints credentials; make sure none slips through as text
+                if k in SECRET_HEADERS and not hdrs[k].startswith("<redacted"):
+                    hdrs[k] = REDACTED
+            row["request_headers"] = json.dumps(hdrs, ensure_ascii=False, sort_keys=True)
+            add_counts(pii, counts)
 
         if self.websocket:
             errors.append("websocket upgrade: messages not recorded")
@@ -217,7 +227,9 @@ class HttpExchange:
         row["e2e_ms"] = ms_between(self.ts_start, end)
         if self.status is not None and self.status >= 400 and not self.error:
             errors.append(f"http status {self.status}")
-        if self.error:
+        if self.error and opts.shape:  # the proxy's message may quote content
+            errors.insert(0, "proxy error")
+        elif self.error:
             e = scrubber.scrub_text(self.error[:ERROR_CAP])
             add_counts(pii, e.counts)
             errors.insert(0, e.text)
@@ -255,6 +267,10 @@ class HttpExchange:
             if text is not None:
                 row["prompt_chars"] = len(text)
                 row["prefix_hash"] = scrubber.keyed_hash(text[: opts.prefix_chars])
+            if opts.shape:
+                row.update(request_columns(parsed, body_api, text, scrubber, opts.shape_block_chars))
+        if opts.shape:  # no body text, not even scrubbed
+            return
         sb = scrubber.scrub_body(body, req_ct)
         add_counts(pii, sb.counts)
         if sb.error and not any(x.startswith("request body") for x in errors):
@@ -294,7 +310,9 @@ class HttpExchange:
         row["itl_ms"] = gaps_ms(reader.token_times)
         if reader.malformed_events:
             errors.append(f"response stream: {reader.malformed_events} malformed events")
-        if s.error:
+        if s.error and opts.shape:
+            errors.append("in-stream error")
+        elif s.error:
             m = scrubber.scrub_text(s.error[:ERROR_CAP])
             add_counts(pii, m.counts)
             errors.append(f"in-stream error: {m.text}")
@@ -310,7 +328,7 @@ class HttpExchange:
 
     @staticmethod
     def _text_field(text: str, scrubber, opts, row, pii) -> None:
-        if not text:
+        if not text or opts.shape:
             return
         sc = scrubber.scrub_text(text)
         add_counts(pii, sc.counts)
@@ -346,7 +364,7 @@ class HttpExchange:
             if isinstance(obj, dict):
                 self._response_json(obj, api, scrubber, opts, row, errors, pii)
                 return
-        if api is llmapi.EMBEDDING:
+        if api is llmapi.EMBEDDING or opts.shape:
             return
         sb = scrubber.scrub_body(body, ct or None)
         add_counts(pii, sb.counts)
@@ -363,7 +381,9 @@ class HttpExchange:
             row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"] = r.counts()
         if not row.get("model") and r.model:
             row["model"] = scrubber.scrub_text(r.model).text
-        if r.error is not None:
+        if r.error is not None and opts.shape:
+            errors.append("upstream error")
+        elif r.error is not None:
             m = scrubber.scrub_text(r.error[:ERROR_CAP])
             add_counts(pii, m.counts)
             errors.append(f"upstream error: {m.text}")
@@ -372,7 +392,7 @@ class HttpExchange:
         if api is not llmapi.HTTP or isinstance(obj.get("choices"), list) and obj["choices"]:
             row["finish_reason"] = r.finish_reason[:64] if r.finish_reason else None
             self._text_field("".join(r.text), scrubber, opts, row, pii)
-        else:
+        elif not opts.shape:
             sj, counts = scrubber.scrub_json(obj)
             add_counts(pii, counts)
             t = json.dumps(sj, ensure_ascii=False)

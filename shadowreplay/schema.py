@@ -82,6 +82,10 @@ _REQUEST_FIELDS = [
     pa.field("grpc_trailers", pa.string()),  # JSON object text, scrubbed
     pa.field("grpc_messages", pa.list_(GRPC_MESSAGE)),
     pa.field("hash_ids", pa.list_(pa.int64())),  # prefix block ids (imported traces, exports)
+    pa.field("hash_block_chars", pa.int32()),  # hash_ids blocks are this many characters (recorder --keep shape)
+    pa.field("message_shape", pa.string()),  # JSON: roles, lengths, part types, keyed tool names (--keep shape)
+    pa.field("language", pa.string()),  # coarse language of the prompt (--keep shape)
+    pa.field("content_type", pa.string()),  # "text" | "code" | "json" (--keep shape)
     pa.field("source", pa.string()),  # "recorder" | "azure-llm" | "burstgpt" | "mooncake" | ...
 ]
 
