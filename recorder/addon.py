@@ -23,6 +23,7 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from .exchange import Exchange, HttpExchange, RowOptions
+from .shape import KEEP_MODES
 from .writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP
 
 log = logging.getLogger("shadowreplay.recorder")
@@ -70,6 +71,14 @@ class Recorder:
             str,
             "",
             "File holding the scrub key (else env SHADOWREPLAY_SCRUB_KEY). Must not be inside shadowreplay_out.",
+        )
+        loader.add_option(
+            "shadowreplay_keep",
+            str,
+            "text",
+            "What rows keep of the traffic: 'text' (scrubbed bodies) or 'shape' (no text at all: lengths, "
+            "structure, prefix-block hashes; recorder/shape.py).",
+            choices=list(KEEP_MODES),
         )
         loader.add_option("shadowreplay_prefix_chars", int, 1000, "prefix_hash covers the first N prompt characters.")
         loader.add_option(
@@ -148,6 +157,7 @@ class Recorder:
             prefix_chars=o.shadowreplay_prefix_chars,
             body_cap=o.shadowreplay_body_cap,
             stream_cap=o.shadowreplay_stream_cap,
+            keep=o.shadowreplay_keep,
         )
         self._stream_cap = self._opts.stream_cap
         cfg = WriterConfig(

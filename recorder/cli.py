@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", help="scrub key file (else env SHADOWREPLAY_SCRUB_KEY); never inside --out")
     p.add_argument("--metrics-url", help="upstream Prometheus /metrics URL to sample into OUT/engine_metrics/")
     add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between /metrics samples (default 1s)")
+    p.add_argument("--keep", choices=["text", "shape"], default="text",
+                   help="text: scrubbed bodies (default); shape: no text at all, only lengths, structure and "
+                        "prefix-block hashes (docs/anonymize.md)")
     p.add_argument("--prefix-chars", type=int, default=1000, help="prefix_hash covers the first N prompt chars")
     p.add_argument("--body-cap", type=int, default=1 << 20, help="bytes of body / chars of text kept per row")
     add_duration_flag(p, "--rotate", default="60s", deprecated={"--rotate-seconds": "s"},
@@ -59,6 +62,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
     sets = {
         "shadowreplay_out": str(Path(args.out).expanduser().resolve()),
         "shadowreplay_prefix_chars": args.prefix_chars,
+        "shadowreplay_keep": getattr(args, "keep", "text"),
         "shadowreplay_body_cap": args.body_cap,
         "shadowreplay_rotate_seconds": format_duration(args.rotate),
         "shadowreplay_rotate_bytes": args.rotate_bytes,
