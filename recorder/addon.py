@@ -9,7 +9,10 @@ Options (mitmproxy `--set name=value`, also settable in mitmweb):
     shadowreplay_out, shadowreplay_key_file, shadowreplay_prefix_chars, shadowreplay_body_cap,
     shadowreplay_stream_cap, shadowreplay_rotate_seconds, shadowreplay_rotate_bytes,
     shadowreplay_queue_size, shadowreplay_header_count_cap, shadowreplay_header_bytes_cap, shadowreplay_metrics_url, shadowreplay_metrics_interval,
-    shadowreplay_writer (process | thread)
+    shadowreplay_writer (process | thread), shadowreplay_instance
+
+shadowreplay_keep=shape keeps no text at all (recorder/shape.py).
+shadowreplay_out is a local folder or an s3://bucket/prefix (shadowreplay.storage).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ def is_grpc(flow: http.HTTPFlow) -> bool:
     return flow.request.headers.get("content-type", "").startswith("application/grpc")
 
 
-def _inside(child: Path, parent: Path) -> bool:
+def _inside(child: Path, parent: Any) -> bool:
+    if not isinstance(parent, Path):  # an s3:// prefix holds no local file
+        return False
     try:
         child.resolve().relative_to(parent.resolve())
         return True
@@ -65,7 +70,13 @@ class Recorder:
 
     # --- mitmproxy lifecycle ---
     def load(self, loader) -> None:
-        loader.add_option("shadowreplay_out", str, "", "Dataset folder the recorder writes (DIR/requests/...).")
+        loader.add_option("shadowreplay_out", str, "", "Dataset folder or s3://bucket/prefix the recorder writes (DIR/requests/...).")
+        loader.add_option(
+            "shadowreplay_instance",
+            str,
+            "",
+            "This recorder's instance id, in its file names and DIR/recorder_status/ID.json (default: host-pid-random).",
+        )
         loader.add_option(
             "shadowreplay_key_file",
             str,
@@ -129,15 +140,18 @@ class Recorder:
             self.enabled = False
 
     def _start(self) -> None:
+        from shadowreplay import fleet
         from shadowreplay.anonymize import Scrubber, load_key
         from shadowreplay.errors import ConfigError
+        from shadowreplay.storage import location
 
         from .writer import Writer, WriterConfig
 
         o = ctx.options
         if not o.shadowreplay_out:
             raise ConfigError("set shadowreplay_out (the dataset folder) to record")
-        out = Path(os.path.expanduser(o.shadowreplay_out))
+        out = location(o.shadowreplay_out)
+        instance = fleet.check_instance(o.shadowreplay_instance) if o.shadowreplay_instance else fleet.default_instance()
         key_file = o.shadowreplay_key_file or None
         if key_file:
             kf = Path(os.path.expanduser(key_file))
@@ -167,6 +181,7 @@ class Recorder:
             queue_size=o.shadowreplay_queue_size,
             header_count_cap=o.shadowreplay_header_count_cap,
             header_bytes_cap=o.shadowreplay_header_bytes_cap,
+            instance=instance,
         )
         if o.shadowreplay_writer == "process":
             from .process_writer import ProcessWriter
@@ -177,11 +192,12 @@ class Recorder:
         else:
             self.writer = Writer(cfg, Scrubber(key), self._opts).start()
         self.enabled = True
-        log.info("shadowreplay recorder: writing %s/requests/ (status in %s/recorder_status.json)", out, out)
+        log.info("shadowreplay recorder: instance %s writing %s/requests/ (status in %s)", instance, out,
+                 fleet.status_path(out, instance))
         if o.shadowreplay_metrics_url:
             from shadowreplay.metrics import MetricsSampler
 
-            self.sampler = MetricsSampler(o.shadowreplay_metrics_url, out, metrics_s).start()
+            self.sampler = MetricsSampler(o.shadowreplay_metrics_url, out, metrics_s, name_tag=instance).start()
             log.info("shadowreplay recorder: sampling %s into %s/engine_metrics/", o.shadowreplay_metrics_url, out)
 
     def _stop(self) -> None:

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shadowreplay import fleet
 from shadowreplay.durations import add_duration_flag, format_duration
+from shadowreplay.storage import is_remote, location
 
 
 def addon_path() -> Path:
@@ -34,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--upstream", help="the server to forward to, e.g. http://127.0.0.1:8000")
     p.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--listen-port", type=int, default=8080, help="port to listen on (default 8080)")
-    p.add_argument("--out", help="dataset folder to write (OUT/requests/date=/hour=/*.parquet)")
+    p.add_argument("--out", help="dataset folder or s3://bucket/prefix to write (OUT/requests/date=/hour=/*.parquet)")
+    p.add_argument("--instance", help="this recorder's id in a fleet writing one --out: in its file names and "
+                   "OUT/recorder_status/INSTANCE.json (default: host name, pid and a random suffix)")
     p.add_argument("--key-file", help="scrub key file (else env SHADOWREPLAY_SCRUB_KEY); never inside --out")
     p.add_argument("--metrics-url", help="upstream Prometheus /metrics URL to sample into OUT/engine_metrics/")
     add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between /metrics samples (default 1s)")
@@ -58,9 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _out(out: str) -> str:
+    """--out as the addon gets it: an s3:// URL as given, a local folder absolute."""
+    return out if is_remote(out) else str(Path(out).expanduser().resolve())
+
+
 def build_command(args: argparse.Namespace) -> list[str]:
     sets = {
-        "shadowreplay_out": str(Path(args.out).expanduser().resolve()),
+        "shadowreplay_out": _out(args.out),
         "shadowreplay_prefix_chars": args.prefix_chars,
         "shadowreplay_keep": getattr(args, "keep", "text"),
         "shadowreplay_body_cap": args.body_cap,
@@ -74,6 +83,8 @@ def build_command(args: argparse.Namespace) -> list[str]:
     }
     if args.key_file:
         sets["shadowreplay_key_file"] = str(Path(args.key_file).expanduser().resolve())
+    if getattr(args, "instance", None):
+        sets["shadowreplay_instance"] = args.instance
     if getattr(args, "writer", None):
         sets["shadowreplay_writer"] = args.writer
     if args.metrics_url:
@@ -106,6 +117,13 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--upstream {args.upstream!r} needs a scheme, e.g. http://{args.upstream}")
     if not args.out:
         raise ConfigError("--out is required (the dataset folder to write)")
+    if getattr(args, "instance", None):
+        fleet.check_instance(args.instance)
+    if is_remote(args.out):
+        location(args.out).check_bucket()  # a missing bucket, refused credentials: one line now
+        load_key(args.key_file)
+        _check_sizes(args)
+        return
     out = Path(args.out).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a folder")
@@ -114,6 +132,12 @@ def _validate(args: argparse.Namespace) -> None:
         if kf == out or out in kf.parents:
             raise ConfigError(f"the key file {kf} is inside --out {out}; keep keys away from the data")
     load_key(args.key_file)  # raises ConfigError with a clear message
+    _check_sizes(args)
+
+
+def _check_sizes(args: argparse.Namespace) -> None:
+    from shadowreplay.errors import ConfigError
+
     for name in ("prefix_chars", "body_cap", "rotate_bytes", "queue_size", "listen_port"):
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
@@ -123,12 +147,15 @@ def run(args: argparse.Namespace) -> int:
     if args.print_addon_path:
         print(addon_path())
         return 0
+    if not args.instance:
+        args.instance = fleet.default_instance()
     _validate(args)
     cmd = build_command(args)
-    out = Path(args.out).expanduser().resolve()
+    out = location(_out(args.out))
+    status = fleet.status_path(out, args.instance)
     print(
         f"shadowreplay record: http://{args.listen_host}:{args.listen_port} -> {args.upstream}; "
-        f"writing {out}/requests/ (status: {out}/recorder_status.json). Ctrl-C to stop.",
+        f"instance {args.instance} writing {out}/requests/ (status: {status}). Ctrl-C to stop.",
         file=sys.stderr,
         flush=True,
     )
@@ -153,7 +180,6 @@ def run(args: argparse.Namespace) -> int:
     if rc not in (0, -signal.SIGINT, -signal.SIGTERM):
         print(f"shadowreplay record: mitmdump exited with status {rc}", file=sys.stderr)
         return rc if rc > 0 else 1
-    status = out / "recorder_status.json"
     if status.exists():
         print(f"shadowreplay record: stopped; see {status}", file=sys.stderr)
     return 0

@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any
 
+from shadowreplay.errors import ShadowReplayError
+
 from .exchange import RowOptions
 from .writer import BoundedIntake, WriterConfig, read_status, write_status
 from .writer_proc import CARRIED, encode
@@ -138,6 +140,7 @@ class ProcessWriter(BoundedIntake):
                 "config",
                 {
                     "out_dir": str(self.config.out_dir),
+                    "instance": self.config.instance,
                     "rotate_seconds": self.config.rotate_seconds,
                     "rotate_bytes": self.config.rotate_bytes,
                     "header_count_cap": self.config.header_count_cap,
@@ -190,8 +193,8 @@ class ProcessWriter(BoundedIntake):
 
     def _child_status(self) -> dict[str, Any] | None:
         try:
-            st = read_status(self.config.out_dir)
-        except (OSError, ValueError):
+            st = read_status(self.config.out_dir, self.config.instance)
+        except (OSError, ValueError, ShadowReplayError):  # missing, being replaced, store unreachable
             return None
         return st if st.get("writer") == "process" else None
 
@@ -323,5 +326,7 @@ class ProcessWriter(BoundedIntake):
                 "updated_at": time.time(),
                 "last_error": self.last_error,
                 "out_dir": str(self.config.out_dir),
+                "instance": self.config.instance,
             },
+            self.config.instance,
         )

@@ -5,25 +5,27 @@ The proxy side only calls `submit`, which never blocks: when the queue is full t
 dropped and counted; proxy errors (upstream resets, client disconnects) are counted there too.
 Write failures (disk full, permissions) drop the buffered rows and are counted too; an output
 folder removed while recording is created again and counted; headers over the caps are not kept
-(the row says so). Traffic is never affected. Counters go to the log, to DIR/recorder_status.json,
-and into every file's Parquet metadata.
+(the row says so). Traffic is never affected. Counters go to the log, to the instance's status
+object DIR/recorder_status/INSTANCE.json (shadowreplay.fleet), and into every file's Parquet
+metadata. DIR is a local folder or an s3:// prefix; the instance id is in every file's name.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shadowreplay import fleet
 from shadowreplay.dataset import rows_to_table, write_table
 from shadowreplay.schema import REQUESTS
+from shadowreplay.storage import Location
 
 from .exchange import Exchange, RowOptions, fallback_row
 
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shadowreplay.recorder")
 
-STATUS_FILE = "recorder_status.json"
+STATUS_FILE = fleet.LEGACY_STATUS_FILE
 SWITCH_INTERVAL_S = 0.0005
 _STOP = object()
 _FLUSH = object()
@@ -86,12 +88,13 @@ def proxy_error_kind(error: str, status: int | None) -> str | None:
 
 @dataclass
 class WriterConfig:
-    out_dir: Path
+    out_dir: Location  # a local Path or an S3Path
     rotate_seconds: float = 60.0
     rotate_bytes: int = 64 << 20  # estimated in-memory size of buffered rows
     queue_size: int = 10_000
     header_count_cap: int = HEADER_COUNT_CAP
     header_bytes_cap: int = HEADER_BYTES_CAP
+    instance: str = field(default_factory=fleet.default_instance)  # in file names and the status object's name
 
 
 def _row_size(row: dict[str, Any]) -> int:
@@ -295,9 +298,9 @@ class Writer(BoundedIntake):
 
     def _ensure_out_dir(self) -> None:
         """Creates the output folder again when it was removed (or moved away) while recording;
-        counted and logged. Raises OSError when it cannot."""
+        counted and logged. Raises OSError when it cannot. (An s3:// prefix needs no making.)"""
         d = self.config.out_dir
-        if d.is_dir():
+        if not isinstance(d, Path) or d.is_dir():
             return
         d.mkdir(parents=True, exist_ok=True)
         self.output_dir_recreated += 1
@@ -311,7 +314,8 @@ class Writer(BoundedIntake):
             self._ensure_out_dir()
             table = rows_to_table(rows, REQUESTS)
             meta = {f"recorder.{k}": v for k, v in self.counters().items()}
-            paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta)
+            meta["recorder.instance"] = self.config.instance
+            paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta, name_tag=self.config.instance)
         except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)
             self.write_failed += 1
@@ -325,6 +329,7 @@ class Writer(BoundedIntake):
         return {
             **self.counters(),
             "writer": "thread",
+            "instance": self.config.instance,
             "started_at": self.started_at,
             "updated_at": time.time(),
             "last_error": self.last_error,
@@ -337,23 +342,14 @@ class Writer(BoundedIntake):
         except OSError as e:
             log.error("recorder: cannot create %s (%s)", self.config.out_dir, e)
             return
-        write_status(self.config.out_dir, self.status())
+        fleet.write_status(self.config.out_dir, self.config.instance, self.status())
 
 
-def write_status(out_dir: Path, status: dict[str, Any]) -> None:
-    """Replaces DIR/recorder_status.json atomically (counters only: never content)."""
-    path = out_dir / STATUS_FILE
-    tmp = path.with_name(f".{STATUS_FILE}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(status, indent=1) + "\n")
-        os.replace(tmp, path)
-    except OSError as e:  # disk full: the old status stays; no half-written temporary is left
-        log.error("recorder: cannot write %s (%s)", path, e)
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+def write_status(out_dir: Location, status: dict[str, Any], instance: str) -> None:
+    """Replaces the instance's status object atomically (counters only: never content)."""
+    fleet.write_status(out_dir, instance, status)
 
 
-def read_status(out_dir: str | os.PathLike) -> dict[str, Any]:
-    return json.loads((Path(out_dir) / STATUS_FILE).read_text())
+def read_status(out_dir: str | os.PathLike | Location, instance: str | None = None) -> dict[str, Any]:
+    """The instance's status (without `instance`: the folder's only, or its recorder_status.json)."""
+    return fleet.read_status(out_dir, instance)

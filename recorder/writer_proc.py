@@ -24,10 +24,10 @@ import pickle
 import signal
 import struct
 import sys
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from shadowreplay.errors import ShadowReplayError
+from shadowreplay.storage import location
 
 from .writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, Writer, WriterConfig
 
@@ -90,7 +90,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
 
     key = load_key(cfg["key_file"])  # the path (or the inherited environment), never argv
     wcfg = WriterConfig(
-        out_dir=Path(cfg["out_dir"]),
+        out_dir=location(cfg["out_dir"]),
+        instance=cfg["instance"],
         rotate_seconds=cfg["rotate_seconds"],
         rotate_bytes=cfg["rotate_bytes"],
         queue_size=CHILD_QUEUE,

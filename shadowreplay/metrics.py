@@ -16,7 +16,7 @@ import httpx
 
 from . import prometheus
 from .dataset import write_rows
-from .errors import TargetError
+from .errors import ShadowReplayError, TargetError
 from .schema import ENGINE_METRICS
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ class MetricsSampler:
         flush_s: float = 30.0,
         keep_buckets: bool = False,
         timeout_s: float = 2.0,
+        name_tag: str | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
@@ -54,6 +55,7 @@ class MetricsSampler:
         self.flush_s = flush_s
         self.keep_buckets = keep_buckets
         self.timeout_s = timeout_s
+        self.name_tag = name_tag  # a recorder's instance id: in the files' names (dataset.write_table)
         self.scrapes = 0
         self.failures = 0
         self.rows_written = 0
@@ -119,9 +121,9 @@ class MetricsSampler:
         if not rows:
             return
         try:
-            write_rows(self.out_dir, ENGINE_METRICS, rows)
+            write_rows(self.out_dir, ENGINE_METRICS, rows, name_tag=self.name_tag)
             self.rows_written += len(rows)
-        except OSError as e:
+        except (OSError, ShadowReplayError) as e:  # disk full; object store refused or unreachable
             log.error("metrics: could not write %d samples to %s: %s", len(rows), self.out_dir, e)
 
 
