@@ -168,8 +168,8 @@ class S3Path:
     def __init__(self, url: str) -> None:
         if not url.startswith(S3_SCHEME):
             raise ConfigError(f"{url}: not an s3:// URL")
-        rest = url[len(S3_SCHEME):].strip("/")
-        bucket, _, key = rest.partition("/")
+        bucket, _, key = url[len(S3_SCHEME):].partition("/")
+        key = key.strip("/")
         if not bucket:
             raise ConfigError(f"{url}: no bucket named (write s3://bucket/prefix)")
         self.bucket = bucket
