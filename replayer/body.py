@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from shadowreplay import llmapi
 from shadowreplay.errors import ConfigError
 
+from .shape import ShapePrompts
+
 # Never replayed: scrubbed credentials, and headers the replayer sets itself.
 DROP_HEADERS = frozenset({
     "authorization", "proxy-authorization", "api-key", "x-api-key", "cookie", "openai-organization",
@@ -21,6 +23,7 @@ DROP_HEADERS = frozenset({
 class BodyOptions:
     model_map: dict[str, str]
     ignore_eos: bool = True
+    shape: ShapePrompts | None = None  # prompts for shape rows (record --keep shape), None without any
 
 
 def parse_model_map(items: list[str] | None) -> dict[str, str]:

@@ -32,6 +32,8 @@ def register(subparsers) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the schedule summary and exit")
     p.add_argument("--allow-recorded-host", action="store_true", help="allow replaying to the host the traffic was recorded from")
     p.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="do not set ignore_eos on LLM requests")
+    p.add_argument("--tokenizer", metavar="DIR_OR_URL",
+                   help="the shadow model's tokenizer.json folder (or vLLM URL): synthesizes prompts for rows recorded with --keep shape")
     mg = p.add_mutually_exclusive_group()
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
@@ -101,6 +103,7 @@ def run(args) -> int:
         dry_run=args.dry_run,
         allow_recorded_host=args.allow_recorded_host,
         ignore_eos=args.ignore_eos,
+        tokenizer=args.tokenizer,
         metrics_url=args.metrics_url,
         no_metrics=args.no_metrics,
         metrics_interval_s=args.metrics_interval,

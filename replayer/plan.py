@@ -10,6 +10,7 @@ import pyarrow as pa
 from .body import BodyOptions, build_body, build_headers, request_bytes
 from .grpc_replay import GrpcCall, build_call
 from .routes import Route, Target
+from .shape import fill_bodies
 
 
 @dataclass
@@ -51,7 +52,7 @@ def build_plan(table: pa.Table, offsets_ns: list[int], target: Target, routes: l
     tidx = [0 if r is None else int(r) + 1 for r in route_index]
     kinds = _col(table, "kind")
     protocols = _col(table, "protocol")
-    bodies = _col(table, "request_body")
+    bodies = fill_bodies(table, _col(table, "request_body"), opts.shape)
     streams = _col(table, "stream")
     ctoks = _col(table, "completion_tokens")
     methods = _col(table, "method")

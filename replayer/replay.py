@@ -18,6 +18,7 @@ from shadowreplay.errors import ConfigError, TargetError
 from . import client, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
 from .plan import build_plan
+from .shape import shape_prompts
 from .results_proc import write_manifest
 from .routes import parse_route, parse_target
 from .rows import static_columns
@@ -47,6 +48,7 @@ class ReplayOptions:
     dry_run: bool = False
     allow_recorded_host: bool = False
     ignore_eos: bool = True
+    tokenizer: str | None = None  # shape rows' prompts: tokenizer.json folder or vLLM URL (replayer/shape.py)
     metrics_url: str | None = None
     no_metrics: bool = False
     metrics_interval_s: float = 1.0
@@ -96,6 +98,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
     extra_headers = parse_headers(o.headers)
     sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s), [r.predicate for r in routes])
+    body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
     offs = schedule.offsets_ns(sel.table, o.speed)
     plan = build_plan(sel.table, offs, target, routes, body_opts, extra_headers)
     plan.lead_in = [i < sel.lead_in_rows for i in range(len(plan))]

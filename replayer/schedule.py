@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shadowreplay.dataset import checked_columns, duckdb_type, find_tables, parquet_files
+from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.durations import TimePoint, parse_time
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
@@ -26,7 +27,7 @@ REQUIRED = ("request_id", "ts_start", "path", "request_body")
 OPTIONAL = (
     "method", "scheme", "host", "port", "protocol", "kind", "client_id", "model", "stream",
     "prompt_chars", "completion_tokens", "request_headers", "grpc_service", "grpc_method",
-    "grpc_messages", "e2e_ms",
+    "grpc_messages", "e2e_ms", "prompt_tokens", "hash_ids", "hash_block_chars",
 )
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
 
     root, files = recording_files(recording)
     con = duckdb.connect()
+    if is_remote(root):
+        register_duckdb(con)  # s3:// files are read through s3fs
     params_files = [str(f) for f in files]
     try:
         present = {
