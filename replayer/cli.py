@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from shadowreplay.durations import add_duration_flag, time_point_arg
@@ -70,6 +71,16 @@ def register(subparsers) -> None:
     p.add_argument("--b-out", metavar="DIR", help="output folder of configuration B")
     p.add_argument("--keep-gc", dest="gc_off", action="store_false",
                    help="leave Python's cyclic GC on while sending (default: off while sending)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="send only shard K's share of the schedule (0-based: requests whose index is K mod N); "
+                        "every shard needs the same --start-at and --out (see docs/scale.md)")
+    p.add_argument("--start-at", metavar="TIME",
+                   help="shared wall-clock start of the schedule's first request: ISO-8601 UTC or epoch seconds "
+                        "(must be ahead of now)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="run N shards of this replay as local processes with a common --start-at a few seconds "
+                        "ahead, and print one combined summary")
+    p.add_argument("--progress-json", action="store_true", help=argparse.SUPPRESS)  # a shard under --shards N
     p.set_defaults(func=run)
 
 
@@ -85,6 +96,14 @@ def run(args) -> int:
         raise ConfigError("--repeat must be at least 1")
     if (args.b_target is None) != (args.b_out is None) or (args.b_route and not args.b_target):
         raise ConfigError("configuration B needs both --b-target and --b-out (and --b-route only with them)")
+    if (args.shard or args.shards) and (args.repeat > 1 or args.b_target):
+        raise ConfigError("--shard/--shards cannot be combined with --repeat or --b-target")
+    if args.shards is not None:
+        from .launch import run_local_shards
+
+        if args.shard:
+            raise ConfigError("give either --shards N (local processes) or --shard K/N (one shard), not both")
+        return run_local_shards(args.argv, args.shards, args.out, args.start_at, dry_run=args.dry_run)
 
     opts = ReplayOptions(
         recording=args.recording,
@@ -116,6 +135,9 @@ def run(args) -> int:
         flush_interval_s=args.flush_interval,
         keepalive_expiry_s=args.keepalive_expiry,
         lead_in_s=args.lead_in,
+        shard=args.shard,
+        start_at=args.start_at,
+        progress_json=args.progress_json,
     )
     echo = lambda s: print(s, flush=True)  # noqa: E731
     if (args.repeat == 1 and not args.b_target) or args.dry_run:

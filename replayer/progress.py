@@ -1,18 +1,23 @@
-"""A one-line live progress display on a terminal; silent when stderr is not a TTY."""
+"""A one-line live progress display on a terminal; silent when stderr is not a TTY. With
+`json_lines`, one JSON object per interval instead ({"progress": snapshot}), for a parent
+process that combines the progress of several shards."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Callable
 
 
 class Progress:
-    def __init__(self, snapshot: Callable[[], dict], interval_s: float = 0.5, stream=None, force: bool = False):
+    def __init__(self, snapshot: Callable[[], dict], interval_s: float = 0.5, stream=None, force: bool = False,
+                 json_lines: bool = False):
         self.snapshot = snapshot
+        self.json_lines = json_lines
         self.interval_s = interval_s
         self.stream = stream or sys.stderr
-        self.enabled = force or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self.enabled = force or json_lines or (hasattr(self.stream, "isatty") and self.stream.isatty())
         self._task: asyncio.Task | None = None
 
     def line(self) -> str:
@@ -25,8 +30,14 @@ class Progress:
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(self.interval_s)
-            self.stream.write("\r\x1b[2K" + self.line())
+            self._write(False)
             self.stream.flush()
+
+    def _write(self, final: bool) -> None:
+        if self.json_lines:
+            self.stream.write(json.dumps({"progress": self.snapshot()}) + "\n")
+        else:
+            self.stream.write("\r\x1b[2K" + self.line() + ("\n" if final else ""))
 
     def start(self) -> None:
         if self.enabled:
@@ -35,6 +46,6 @@ class Progress:
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            self.stream.write("\r\x1b[2K" + self.line() + "\n")
+            self._write(True)
             self.stream.flush()
             self._task = None

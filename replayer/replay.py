@@ -25,6 +25,7 @@ from .rows import static_columns
 from .runner import Replayer, RunConfig
 from .grpc_replay import check_grpc_target
 from .safety import check_targets, recorded_endpoints
+from .shard import Shard, check_start_at, clock_state, iso_ns, parse_shard, parse_start_at
 from .sink import ResultSink
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ class ReplayOptions:
     flush_interval_s: float = 10.0  # results of done requests are written this often during the run
     keepalive_expiry_s: float | None = None  # idle keep-alive connections older than this are not reused
     lead_in_s: float = 0.0  # also send this much of the traffic before --start, left out of the results' analysis
+    shard: str | None = None  # "K/N": send only this shard's share of the schedule (replayer/shard.py)
+    start_at: str | None = None  # shared wall-clock start: ISO-8601 UTC or epoch seconds
+    progress_json: bool = False  # progress as JSON lines on stdout (a shard run by `replay --shards N`)
 
 
 @dataclass
@@ -91,8 +95,20 @@ def _validate(o: ReplayOptions) -> None:
         raise ConfigError("--lead-in must be 0 or more")
 
 
+def _shard_and_start(o: ReplayOptions) -> tuple[Shard | None, int | None]:
+    """The parsed --shard and --start-at (ns since the epoch); a past start is an error."""
+    sh = parse_shard(o.shard) if o.shard is not None else None
+    start_at = parse_start_at(o.start_at) if o.start_at is not None else None
+    if sh is not None and sh.count > 1 and start_at is None:
+        raise ConfigError(f"--shard {sh} needs --start-at TIME: every shard must count its schedule from the same instant")
+    if start_at is not None and not o.dry_run:
+        check_start_at(start_at)
+    return sh, start_at
+
+
 def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResult:
     _validate(o)
+    sh, start_at = _shard_and_start(o)
     target = parse_target(o.target)
     routes = [parse_route(r) for r in o.routes]
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
@@ -100,10 +116,18 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s), [r.predicate for r in routes])
     body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
     offs = schedule.offsets_ns(sel.table, o.speed)
-    plan = build_plan(sel.table, offs, target, routes, body_opts, extra_headers)
-    plan.lead_in = [i < sel.lead_in_rows for i in range(len(plan))]
-    sched = schedule.summary(sel.table, offs)
-    sched["lead_in_requests"] = sel.lead_in_rows
+    table, positions = sel.table, range(sel.table.num_rows)
+    if sh is not None:  # the one schedule, then this shard's share of it (offsets unchanged)
+        positions = sh.indices(table.num_rows)
+        table, offs = table.take(list(positions)), [offs[i] for i in positions]
+    plan = build_plan(table, offs, target, routes, body_opts, extra_headers)
+    plan.lead_in = [i < sel.lead_in_rows for i in positions]
+    sched = schedule.summary(table, offs)
+    sched["lead_in_requests"] = sum(plan.lead_in)
+    if sh is not None:
+        sched["requests_all_shards"] = sel.table.num_rows
+        if not len(plan):
+            echo(f"note: shard {sh} has no requests (the selection has {sel.table.num_rows})")
     if o.lead_in_s and not sel.lead_in_rows:
         echo(f"note: no recorded traffic in the {o.lead_in_s:g} s before the window's start: no lead-in sent")
     per_target: dict[str, int] = {}
@@ -116,6 +140,8 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
         check_grpc_target(plan.targets[ti])
 
     if o.dry_run:
+        if sh is not None:
+            echo(f"shard {sh}: every {sh.count}th request of the selection's {sel.table.num_rows}, from #{sh.index}")
         echo(f"dry run: {sched['requests']} requests over {sched['span_s']} s at speed {o.speed:g} "
              f"(mean {sched['mean_rate_per_s']}/s, peak {sched['peak_per_s']} in one second, "
              f"min gap {sched['min_gap_ms']} ms)")
@@ -125,10 +151,11 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
 
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_replay_async(o, sel, plan, sched, out, echo))
+    return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
 
 
-async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
+async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None = None,
+                        start_at: int | None = None) -> ReplayResult:
     used = sorted({plan.target_idx[i] for i in range(len(plan))})
     for ti in used:
         why = await client.probe(plan.targets[ti])
@@ -136,7 +163,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
             raise TargetError(why)
     sampler = None
     metrics_url = None
-    if not o.no_metrics:
+    if not o.no_metrics and (sh is None or sh.index == 0):  # one sampler per sharded run: shard 0's
         metrics_url = o.metrics_url or plan.targets[0].url + "/metrics"
         sampler = await asyncio.to_thread(_start_sampler, metrics_url, out, o.metrics_interval_s, bool(o.metrics_url))
     run_id = uuid.uuid4().hex[:12]
@@ -169,13 +196,23 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
         "started_at": started.isoformat(),
         "rows_flushed": 0,
     }
-    write_manifest(out, manifest)
-    sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan))
+    manifest_name = "manifest.json"
+    if sh is not None:
+        manifest_name = sh.manifest_name
+        manifest["shard"] = {"index": sh.index, "count": sh.count, "tag": sh.tag,
+                             "start_at": iso_ns(start_at) if start_at is not None else None,
+                             "split": "request index mod count, in send order"}
+    if start_at is not None:
+        manifest["clock"] = clock_state()
+    write_manifest(out, manifest, manifest_name)
+    sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan),
+                      manifest_name=manifest_name, shard_tag=sh.tag if sh is not None else None)
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
                                    spin_lead_ns=int(o.spin_lead_ms * 1e6),
                                    drain_s=o.drain_s, progress=o.progress,
                                    warm_connections=o.warm_connections, gc_off=o.gc_off,
-                                   idle_expiry_s=o.keepalive_expiry_s), sink=sink)
+                                   idle_expiry_s=o.keepalive_expiry_s, start_wall_ns=start_at,
+                                   progress_json=o.progress_json), sink=sink)
     try:
         if o.flush_interval_s > 0:
             await sink.open()
@@ -196,7 +233,9 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo) -> ReplayResult:
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ
-    write_manifest(out, manifest)
+    if start_at is not None:
+        manifest["start"] = _start_figures(plan, outcome, start_at)
+    write_manifest(out, manifest, manifest_name)
     echo(results.format_summary(summ))
     return ReplayResult(summ, out, files, interrupted=outcome.interrupted, schedule=sched)
 
@@ -212,6 +251,21 @@ def _start_sampler(url: str, out: Path, interval_s: float, explicit: bool):
         return None
     # In a child process: scraping, parsing and writing in this one would delay the sends.
     return metrics.SamplerProcess(url, out, interval_s).start()
+
+
+def _start_figures(plan, oc, start_at: int) -> dict:
+    """How this shard's start went, on its own clock: when it was ready (ahead of --start-at), its
+    first send's wall time, and how late that send was against its scheduled instant."""
+    first = next((i for i in range(len(plan)) if oc.sent_ns[i]), None)
+    fig = {"start_at": iso_ns(start_at), "ready_at": iso_ns(oc.fixed_wall_ns),
+           "ready_ahead_ms": round((start_at - oc.fixed_wall_ns) / 1e6, 3),
+           "first_send_at": None, "first_send_after_start_at_ms": None, "first_send_lag_ms": None}
+    if first is not None:
+        wall = oc.sent_ns[first] + oc.wall_minus_mono_ns
+        fig.update(first_send_at=iso_ns(wall), first_send_after_start_at_ms=round((wall - start_at) / 1e6, 3),
+                   first_send_lag_ms=round((oc.sent_ns[first] - oc.start_mono_ns - plan.offsets_ns[first]) / 1e6, 3))
+    fig["clock_after"] = clock_state()
+    return fig
 
 
 def _lags_and_caps(plan, oc) -> tuple[list[float], list[float]]:

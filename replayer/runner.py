@@ -12,8 +12,11 @@ import bisect
 import gc
 import heapq
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
+
+from shadowreplay.errors import ConfigError
 
 from .client import Exchange, Pool, SendDue
 from .grpc_replay import GrpcChannels, GrpcResult
@@ -22,6 +25,11 @@ from .plan import Plan
 from .progress import Progress
 
 START_LEAD_NS = 100_000_000  # the first send is this far after the start instant is fixed
+# With a shared start (--start-at): the pool is warmed this long before it (not earlier: servers
+# close idle keep-alive connections after a few seconds), and the shard must be ready at least
+# READY_MARGIN_NS before it, else the start is an error rather than a late burst.
+WARM_BEFORE_NS = 3_000_000_000
+READY_MARGIN_NS = 20_000_000
 YIELD_EVERY = 32  # when behind schedule, let the loop handle responses every N sends
 SEND_BATCH = 64  # callback sender: most sends per timer firing before the loop reads responses
 WARM_WINDOW_NS = 250_000_000  # warm pool size: a request holds a connection at least this long
@@ -85,6 +93,10 @@ class RunConfig:
     progress: bool | None = None  # None: on when stderr is a TTY
     idle_expiry_s: float | None = None  # keep-alive connections idle longer are not reused (None: no limit)
     spin_lead_ns: int = 1_000_000  # wake this long before each send and poll the loop until it (pacer.py)
+    # A shared start (`--start-at`, ns since the epoch): offset 0 of the schedule is this wall-clock
+    # instant, converted once to CLOCK_MONOTONIC. None: START_LEAD_NS after the pool is warm.
+    start_wall_ns: int | None = None
+    progress_json: bool = False  # progress as JSON lines on stdout (a shard under `replay --shards N`)
 
 
 @dataclass
@@ -105,6 +117,7 @@ class RunOutcome:
     errors: int = 0
     resent: int = 0  # requests sent again because the target closed their idle connection unanswered
     notes: list[str] = field(default_factory=list)
+    fixed_wall_ns: int = 0  # the wall clock when the start instant was fixed
 
 
 class Replayer:
@@ -412,12 +425,24 @@ class Replayer:
             if any(self.plan.target_idx[i] == ti and self.plan.http[i] is not None for i in range(len(self.plan))):
                 self.pools[ti] = Pool(t, due=self._due, idle_expiry_s=self.cfg.idle_expiry_s)
         sizes = {ti: self._warm_size(ti) for ti in self.pools}
+        start_wall = self.cfg.start_wall_ns
+        if start_wall is not None:
+            wait_ns = start_wall - WARM_BEFORE_NS - time.time_ns()
+            if wait_ns > 0:
+                await asyncio.sleep(wait_ns / 1e9)
         fit = allow_open_files(sum(sizes.values()))  # descriptors for every pool together
         for ti, pool in self.pools.items():
             self.warmed[ti] = await pool.warm(max(0, min(sizes[ti], fit - sum(self.warmed.values()))))
         self._idle.set()
-        progress = Progress(self.snapshot, force=bool(self.cfg.progress))
-        if self.cfg.progress is False:
+        if start_wall is not None and start_wall - time.time_ns() < READY_MARGIN_NS:
+            for pool in self.pools.values():
+                pool.close()
+            late = (time.time_ns() - start_wall) / 1e6
+            raise ConfigError(f"this shard was not ready before --start-at (start-up, loading and warming its "
+                              f"connections took until {late:+.0f} ms from it); give a later --start-at")
+        progress = (Progress(self.snapshot, interval_s=1.0, stream=sys.stdout, json_lines=True) if self.cfg.progress_json
+                    else Progress(self.snapshot, force=bool(self.cfg.progress)))
+        if self.cfg.progress is False and not self.cfg.progress_json:
             progress.enabled = False
         gc_was_on = gc.isenabled()
         if self.cfg.gc_off:
@@ -428,8 +453,12 @@ class Replayer:
             gc.collect()
             gc.freeze()
             gc.disable()
-        start_ns = self._start_ns = time.monotonic_ns() + START_LEAD_NS
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
+        if start_wall is not None:  # converted once: every send instant is on CLOCK_MONOTONIC from here on
+            start_ns = self._start_ns = start_wall - wall_minus_mono
+        else:
+            start_ns = self._start_ns = time.monotonic_ns() + START_LEAD_NS
+        fixed_wall = wall_minus_mono + time.monotonic_ns()
         if self.sink is not None:
             self.sink.started(start_ns, wall_minus_mono)
             self._rows_timer = loop.call_later(ROWS_TICK_S, self._rows_tick)
@@ -497,7 +526,7 @@ class Replayer:
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, interrupted_by=self.interrupted_by, sent=self.sent, errors=self.errors,
-                          resent=sum(p.resent for p in self.pools.values()))
+                          resent=sum(p.resent for p in self.pools.values()), fixed_wall_ns=fixed_wall)
 
     def _cap_delay(self, i: int, sent: int) -> int:
         """cap_delay of a request = time the sender spent waiting for a free slot between the
