@@ -11,6 +11,7 @@ from shadowreplay.durations import format_duration
 
 from . import fmt
 from .engine import Engine, as_engine, has_column_data
+from . import recorders
 from .session import Sources
 
 KEY = ("kind", "model", "client_id")
@@ -97,6 +98,9 @@ def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, s
     else:
         result["prefix"] = None
         notes.append("no prefix_hash/hash_ids in this dataset: prefix sharing unknown")
+    fleet_rows = recorders.collect(src)
+    if fleet_rows:
+        result["recorders"] = fleet_rows  # per-instance counters of the recorders that wrote it
     result["notes"] = notes
     return result
 
@@ -140,6 +144,8 @@ def render(res: dict[str, Any]) -> str:
     if res.get("prefix"):
         rows = [["ALL" if p["total"] else (p["client_id"] or "-"), p["requests"], p["shared"], fmt.pct(p["shared_share"]), p["distinct_prefixes"]] for p in res["prefix"]]
         out += ["", fmt.table(["client", "requests", "shared prefix", "share", "distinct prefixes"], rows, "Prefix sharing (requests whose prefix another request also has)")]
+    if res.get("recorders"):
+        out += ["", recorders.render(res["recorders"])]
     for note in res.get("notes", []):
         out.append(f"note: {note}")
     return "\n".join(out)
