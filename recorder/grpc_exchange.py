@@ -33,6 +33,7 @@ from .exchange import (
 )
 from .grpc_frames import Frame, parse_status, split_path
 from .protobuf_scrub import scrub_message
+from .shape import grpc_shape
 
 if TYPE_CHECKING:
     from shadowreplay.anonymize import Scrubber
@@ -136,7 +137,7 @@ class GrpcExchange:
         if trailers is not None:
             row["grpc_trailers"] = self._headers_json(trailers, scrubber, pii)
         if st.code not in (None, 0):
-            msg = scrub_str(st.message) if st.message else None
+            msg = scrub_str(st.message) if st.message and not opts.shape else None
             errors.append(f"grpc {st.name}" + (f": {msg}" if msg else ""))
         elif st.code is None and self.status is not None and self.ts_end is not None and not errors:
             errors.append("grpc: no grpc-status in trailers")
@@ -184,6 +185,8 @@ class GrpcExchange:
         row["pii_counts"] = pii or None
         if errors:
             row["error"] = "; ".join(dict.fromkeys(errors))[:ERROR_CAP]
+        if opts.shape:
+            grpc_shape(row, self.request_headers, trailers)
         return row
 
     @staticmethod

@@ -179,7 +179,8 @@ def request_columns(body: dict, api: llmapi.LlmApi, text: str | None, scrubber: 
 
 
 # Request headers whose values are a protocol vocabulary; every other header keeps its name only.
-_STRUCTURAL_HEADERS = frozenset({"content-type", "accept", "content-encoding", "accept-encoding"})
+_STRUCTURAL_HEADERS = frozenset({"content-type", "accept", "content-encoding", "accept-encoding", "grpc-status",
+                                 "grpc-encoding", "grpc-accept-encoding", "te"})
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9/+.*_=;, -]{0,80}")
 
 
@@ -199,3 +200,15 @@ def bare_path(path: str | None) -> str | None:
     if path is None:
         return None
     return path.split("?", 1)[0].split("#", 1)[0]
+
+
+def grpc_shape(row: dict[str, Any], request_headers: list[tuple[str, str]],
+               trailers: list[tuple[str, str]] | None) -> None:
+    """A gRPC row made a shape row, in place: message sizes and times stay, their payloads, the
+    user agent, header and trailer values and the path's query go (such a row is not replayable)."""
+    row["user_agent"] = None
+    row["path"] = bare_path(row.get("path"))
+    row["request_headers"] = header_names(request_headers)
+    row["grpc_trailers"] = header_names(trailers) if trailers is not None else None
+    row["grpc_messages"] = [dict(m, data=None) for m in row.get("grpc_messages") or []]
+    row["pii_counts"] = None

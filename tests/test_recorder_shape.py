@@ -157,3 +157,26 @@ def test_completion_prompt_lists():
     row = ex(body, path="/v1/completions").to_row(Scrubber(KEY), SHAPE)
     assert json.loads(row["message_shape"]) == {"prompt": [10, 5]}
     assert row["prompt_chars"] == 15 and len(row["hash_ids"]) == 1 and "alpha" not in all_text(row)
+
+
+def test_grpc_rows_keep_sizes_and_times_only(scrub_key):
+    from shadowreplay.recorder.grpc_exchange import GrpcExchange
+    from shadowreplay.recorder.grpc_frames import GrpcFrameParser, encode_frame
+
+    p = GrpcFrameParser()
+    req = p.feed(encode_frame(f"prompt: write to {EMAIL} about {NAME}".encode(), False), 1000.01)
+    resp = GrpcFrameParser().feed(encode_frame(b"reply text for Eleanor", False), 1000.05)
+    ex = GrpcExchange(request_id="g1", ts_start=1000.0, method="POST", scheme="http", host="llm", port=50051,
+                      path="/llm.Llm/Generate?user=" + EMAIL,
+                      request_headers=[("content-type", "application/grpc"), ("user-agent", f"grpc ({EMAIL})"),
+                                       ("x-customer", NAME)],
+                      status=200, ts_response_headers=1000.005, response_headers=[("content-type", "application/grpc")],
+                      ts_end=1000.2, request_frames=req, response_frames=resp,
+                      trailers=[("grpc-status", "5"), ("grpc-message", f"user {NAME} not found")])
+    row = ex.to_row(Scrubber(scrub_key), SHAPE)
+    text = all_text(row)
+    assert EMAIL not in text and "Eleanor" not in text and "not found" not in text and "reply text" not in text
+    assert [m["data"] for m in row["grpc_messages"]] == [None, None]
+    assert [m["size"] for m in row["grpc_messages"]] == [len(f"prompt: write to {EMAIL} about {NAME}"), 22]
+    assert json.loads(row["grpc_trailers"]) == {"grpc-message": "", "grpc-status": "5"}
+    assert row["error"] == "grpc NOT_FOUND" and row["grpc_status"] == 5 and row["path"] == "/llm.Llm/Generate"
