@@ -180,3 +180,17 @@ def test_grpc_rows_keep_sizes_and_times_only(scrub_key):
     assert [m["size"] for m in row["grpc_messages"]] == [len(f"prompt: write to {EMAIL} about {NAME}"), 22]
     assert json.loads(row["grpc_trailers"]) == {"grpc-message": "", "grpc-status": "5"}
     assert row["error"] == "grpc NOT_FOUND" and row["grpc_status"] == 5 and row["path"] == "/llm.Llm/Generate"
+
+
+def test_cli_keep_flag_reaches_mitmdump():
+    import argparse
+
+    from shadowreplay.recorder import cli
+
+    ap = argparse.ArgumentParser()
+    cli.register(ap.add_subparsers())
+    base = ["record", "--upstream", "http://127.0.0.1:1", "--out", "/tmp/x"]
+    assert "shadowreplay_keep=shape" in cli.build_command(ap.parse_args([*base, "--keep", "shape"]))
+    assert "shadowreplay_keep=text" in cli.build_command(ap.parse_args(base))
+    with pytest.raises(SystemExit):
+        ap.parse_args([*base, "--keep", "nothing"])
