@@ -83,6 +83,32 @@ def register(subparsers) -> None:
     p.add_argument("--progress-json", action="store_true", help=argparse.SUPPRESS)  # a shard under --shards N
     p.set_defaults(func=run)
 
+    s = subparsers.add_parser(
+        "shards",
+        help="combined summary of a sharded replay (replay --shard K/N) from its shards' manifests",
+        description="Reads OUT/manifests/shard-K-of-N.json of every shard (e.g. after a Kubernetes Indexed Job) and "
+        "prints one summary: per-shard send lag, requests and errors, the spread of the shards' starts and the "
+        "worst clock error their kernels estimated.",
+    )
+    s.add_argument("out", help="the shards' common --out (a folder or an s3:// prefix)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.set_defaults(func=run_shards_summary)
+
+
+def run_shards_summary(args) -> int:
+    import json
+
+    from shadowreplay.errors import DatasetError
+
+    from .shard import combine, format_combined, read_manifests
+
+    manifests = read_manifests(args.out)
+    if not manifests:
+        raise DatasetError(f"{args.out}: no shard manifests (manifests/shard-K-of-N.json) found")
+    summary = combine(manifests)
+    print(json.dumps(summary, indent=2) if args.json else format_combined(summary))
+    return 0
+
 
 def run(args) -> int:
     from dataclasses import replace

@@ -17,9 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from shadowreplay.errors import ConfigError
+from shadowreplay.storage import location, write_atomic
 
 from .shard import Shard, check_start_at, combine, format_combined, iso_ns, parse_start_at, read_manifests
 
@@ -142,7 +142,7 @@ def run_local_shards(argv: list[str], n: int, out: str, start_at: str | None, dr
     manifests = read_manifests(out)
     if manifests:
         summary = combine(manifests)
-        Path(out, "shards.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_atomic(location(out) / "shards.json", (json.dumps(summary, indent=2) + "\n").encode())
         print(format_combined(summary), flush=True)
     for sh, rc in failed:
         print(f"shadowreplay replay: {sh.tag} exited with status {rc}", file=sys.stderr)

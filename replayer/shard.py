@@ -26,6 +26,7 @@ from pathlib import Path
 
 from shadowreplay.durations import parse_time_point
 from shadowreplay.errors import ConfigError
+from shadowreplay.storage import location
 
 from .results import percentile
 
@@ -146,9 +147,10 @@ def clock_state() -> dict:
 
 # ---- the manifests of all shards as one summary -----------------------------------------------------
 def read_manifests(out: str | Path) -> list[dict]:
-    """The shard manifests under OUT/manifests/, by shard index."""
+    """The shard manifests under OUT/manifests/ (a folder or an s3:// prefix), by shard index."""
     found = []
-    for p in sorted(Path(out, MANIFESTS).glob("shard-*.json")):
+    folder = location(out) / MANIFESTS
+    for p in sorted(folder.glob("shard-*.json")) if folder.is_dir() else ():
         try:
             m = json.loads(p.read_text())
         except (OSError, ValueError):

@@ -97,6 +97,8 @@ def test_local_shards_keep_one_schedule(tmp_path, capsys, n):
     assert m["shard"]["count"] == n and m["clock"]["available"] in (True, False)
     assert m["start"]["first_send_after_start_at_ms"] >= offsets[1] * 1000
     assert not (out / "manifest.json").exists()
+    # the same summary from the manifests alone (as after a Kubernetes Job)
+    assert run_json(capsys, "shards", out) == combined
     # analyze and compare read the shards as one run (and find the recording via the manifests)
     assert run_json(capsys, "analyze", out)["requests"] == len(offsets)
     res = run_json(capsys, "compare", out, out)
@@ -153,6 +155,11 @@ def test_shard_needs_a_common_start_and_a_future_one(tmp_path, capsys):
     rc, _, err = run_cli(capsys, *base, "--shard", "0/2", "--start-at", "tomorrow")
     assert rc == 2 and "not a time" in err
     assert not (tmp_path / "o").exists()  # nothing written, nothing sent
+
+
+def test_shards_summary_of_a_folder_without_shards(tmp_path, capsys):
+    rc, _, err = run_cli(capsys, "shards", tmp_path)
+    assert rc == 2 and "no shard manifests" in err
 
 
 def test_one_shard_needs_no_start_and_dry_run_shows_the_share(tmp_path, capsys):
