@@ -12,6 +12,8 @@ from shadowreplay import fleet
 from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.storage import is_remote, location
 
+from .shape import KEEP_MODES
+
 
 def addon_path() -> Path:
     """The script to give mitmproxy's -s (inside the installed package)."""
@@ -42,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", help="scrub key file (else env SHADOWREPLAY_SCRUB_KEY); never inside --out")
     p.add_argument("--metrics-url", help="upstream Prometheus /metrics URL to sample into OUT/engine_metrics/")
     add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between /metrics samples (default 1s)")
-    p.add_argument("--keep", choices=["text", "shape"], default="text",
+    p.add_argument("--keep", choices=list(KEEP_MODES), default="text",
                    help="text: scrubbed bodies (default); shape: no text at all, only lengths, structure and "
                         "prefix-block hashes (docs/anonymize.md)")
     p.add_argument("--prefix-chars", type=int, default=1000, help="prefix_hash covers the first N prompt chars")
