@@ -9,9 +9,9 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from shadowreplay.dataset import run_dir
+from shadowreplay.storage import location, write_atomic
 
 from .replay import ReplayOptions, ReplayResult, replay
 
@@ -33,7 +33,7 @@ def run_repeats(configs: list[ReplayOptions], n: int, echo: Callable[[str], None
     labels = "AB" if len(configs) == 2 else "A"
     for idx in interleaved(n, len(configs)):
         done[idx] += 1
-        base = Path(configs[idx].out)
+        base = location(configs[idx].out)
         out = run_dir(base, done[idx])
         echo(f"run {done[idx]}/{n}{' of ' + labels[idx] if len(configs) > 1 else ''} -> {out}")
         started = dt.datetime.now(dt.timezone.utc).isoformat()
@@ -42,7 +42,8 @@ def run_repeats(configs: list[ReplayOptions], n: int, echo: Callable[[str], None
         log[idx].append({"run": done[idx], "folder": out.name, "started_at": started, "interrupted": res.interrupted,
                          "order": len(results)})
         base.mkdir(parents=True, exist_ok=True)
-        (base / "repeats.json").write_text(json.dumps({"repeat": n, "configuration": labels[idx], "runs": log[idx]}, indent=2) + "\n")
+        write_atomic(base / "repeats.json",
+                     (json.dumps({"repeat": n, "configuration": labels[idx], "runs": log[idx]}, indent=2) + "\n").encode())
         if res.interrupted:
             break
     return results

@@ -14,6 +14,7 @@ from pathlib import Path
 from shadowreplay import __version__
 from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError, TargetError
+from shadowreplay.storage import location
 
 from . import client, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
@@ -149,7 +150,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
             echo(f"  {n} -> {url}")
         return ReplayResult({}, None, [], schedule=sched)
 
-    out = Path(o.out)
+    out = location(o.out)  # a folder or an s3:// prefix (checked: bucket, credentials, endpoint)
     out.mkdir(parents=True, exist_ok=True)
     return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
 
@@ -172,7 +173,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "tool": "shadowreplay replay",
         "version": __version__,
         "run_id": run_id,
-        "recording": str(Path(o.recording).resolve()),
+        "recording": str(location(o.recording).resolve()),
         "recording_rows": sel.recording_rows,
         "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
                     "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},

@@ -36,6 +36,9 @@ import sys
 import time
 from pathlib import Path
 
+from shadowreplay.errors import ShadowReplayError
+from shadowreplay.storage import Location, location, write_atomic
+
 HEADER = struct.Struct(">I")
 ROWS_FLAG = 1 << 31  # set in a frame's length: the frame is a marshalled list of rows
 
@@ -50,13 +53,13 @@ def encode_rows(rows: list) -> bytes:
     return HEADER.pack(len(data) | ROWS_FLAG) + data
 
 
-def write_manifest(out: Path, manifest: dict, name: str = "manifest.json") -> None:
-    """Writes OUT/NAME atomically (a sharded replay's is manifests/shard-K-of-N.json)."""
-    final = out / name
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(final.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    os.replace(tmp, final)
+def write_manifest(out: Location, manifest: dict, name: str = "manifest.json") -> None:
+    """Writes OUT/NAME atomically (a sharded replay's is manifests/shard-K-of-N.json); OUT is a
+    folder or an s3:// prefix."""
+    final = location(out) / name
+    if isinstance(final, Path):
+        final.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(final, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
 
 
 class Child:
@@ -115,7 +118,7 @@ class Child:
         from .rows import columns
 
         rows, self.pending = self.pending, []
-        out = Path(self.config["out"])
+        out = location(self.config["out"])
         table = columns_table(columns(self.static, rows, *self.start))
         try:
             paths = write_table(out, REPLAY_RESULTS, table, extra_metadata=self.config.get("metadata") or {"run_id": self.config["run_id"]},
@@ -131,7 +134,7 @@ class Child:
             self.manifest["flushed_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
             try:
                 write_manifest(out, self.manifest, self.config.get("manifest_name") or "manifest.json")
-            except OSError:
+            except (OSError, ShadowReplayError):  # disk full, store unreachable: the next flush rewrites it
                 pass
         say(json.dumps({"rows": self.rows_written, "files": [str(p) for p in paths]}))
 

@@ -27,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shadowreplay.storage import location
+
 from .results_proc import encode, encode_rows
 from .rows import Row
 
@@ -153,7 +155,7 @@ class ResultSink:
             return
         if "rows" in msg:
             self.confirmed = int(msg["rows"])
-            self.files.extend(Path(p) for p in msg.get("files", ()))
+            self.files.extend(location(p) for p in msg.get("files", ()))
         elif "error" in msg:
             self.errors.append(msg["error"])
             log.warning("replay: the result writer could not write (%s); it retries at the next flush", msg["error"])
@@ -220,18 +222,18 @@ class ResultSink:
     def _on_disk(self) -> tuple[set[tuple[str, int]], list[Path]]:
         """(request_id, scheduled_at in µs) of every row in this run's files, and those files."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from shadowreplay.dataset import parquet_files
         from shadowreplay.schema import REPLAY_RESULTS
+        from shadowreplay.storage import read_parquet, read_parquet_metadata
 
         keys: set[tuple[str, int]] = set()
         files = []
         for f in parquet_files(self.out, REPLAY_RESULTS):
             try:
-                if (pq.read_metadata(f).metadata or {}).get(b"shadowreplay.run_id") != self.run_id.encode():
+                if (read_parquet_metadata(f).metadata or {}).get(b"shadowreplay.run_id") != self.run_id.encode():
                     continue
-                t = pq.read_table(f, columns=["request_id", "scheduled_at"])
+                t = read_parquet(f, columns=["request_id", "scheduled_at"])
             except Exception:  # unreadable: not this run's complete file
                 continue
             files.append(f)

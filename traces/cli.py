@@ -8,6 +8,7 @@ from pathlib import Path
 
 from shadowreplay.durations import deprecation_note, parse_time_point, time_point_arg
 from shadowreplay.errors import ConfigError
+from shadowreplay.storage import location
 
 IMPORT_FORMATS = ("azure-llm", "burstgpt", "mooncake", "openai-jsonl")
 EXPORT_FORMATS = ("mooncake", "guidellm")
@@ -20,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "approximate (one word per token); --no-text writes timestamps and lengths only.")
     p.add_argument("format", choices=IMPORT_FORMATS, metavar="FORMAT", help=" | ".join(IMPORT_FORMATS))
     p.add_argument("file", type=Path, metavar="FILE", help="the trace file (.gz is read transparently)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="dataset folder to write")
+    p.add_argument("--out", type=location, required=True, metavar="DIR", help="dataset folder or s3://bucket/prefix to write")
     p.add_argument("--tokenizer", metavar="DIR_OR_URL",
                    help="tokenizer.json folder, or a vLLM server URL (its /tokenize): prompts get exactly prompt_tokens tokens")
     p.add_argument("--model", metavar="NAME", help="model name written into the rows and request bodies")

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
+from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS
 
@@ -58,6 +59,15 @@ class ExportOptions:
     hash_ids: bool = True
 
 
+def _connect(root):
+    import duckdb
+
+    con = duckdb.connect()
+    if is_remote(root):
+        register_duckdb(con)  # s3:// is read through s3fs
+    return con
+
+
 def _rows(root: Path) -> Iterator[dict]:
     import duckdb
 
@@ -65,7 +75,7 @@ def _rows(root: Path) -> Iterator[dict]:
     if not files:
         raise DatasetError(f"{root}: no requests table to export")
     absent = absent_columns(REQUESTS, checked_columns(files, REQUESTS))
-    con = duckdb.connect()
+    con = _connect(root)
     try:
         sql = SQL.read_text().format(glob="'" + glob_for(root, REQUESTS).replace("'", "''") + "'", absent=absent)
         reader = con.sql(sql).to_arrow_reader(8192)
@@ -78,12 +88,10 @@ def _rows(root: Path) -> Iterator[dict]:
 
 
 def _all_have_hash_ids(root: Path) -> bool:
-    import duckdb
-
     if "hash_ids" not in checked_columns(parquet_files(root, REQUESTS), REQUESTS):
         return False
     g = "'" + glob_for(root, REQUESTS).replace("'", "''") + "'"
-    con = duckdb.connect()
+    con = _connect(root)
     n = con.execute(f"SELECT count(*) FILTER (WHERE hash_ids IS NULL OR len(hash_ids) = 0) "
                    f"FROM read_parquet({g}, hive_partitioning = true, union_by_name = true)").fetchone()[0]
     con.close()
