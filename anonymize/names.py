@@ -25,7 +25,7 @@ from itertools import accumulate
 
 from .gazetteer import (
     CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
-    NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_PLACES, ZH_ZIPF,
+    CN_SUB_SURNAMES, NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_GIVEN_SCORE, ZH_PLACES, ZH_ZIPF,
 )
 from .spans import PERSON, Span
 
@@ -450,6 +450,7 @@ def _chinese(text: str, out: list[Span]) -> None:
     nr = [i for i, t in enumerate(toks.tag) if t in _NR]
     if nr:
         _tagged(text, toks, nr, out)
+    _surname_led(text, toks, out)
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
 
@@ -502,7 +503,8 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
     for i in nr:
         if i <= done:
             continue
-        if i > 0 and i - 1 > done and _surname_len(word[i - 1]) == len(word[i - 1]) and len(word[i]) <= 2 and start[i] == end_[i - 1]:
+        if (i > 0 and i - 1 > done and _surname_len(word[i - 1]) == len(word[i - 1]) and len(word[i]) <= 2
+                and start[i] == end_[i - 1] and tag[i - 1] not in _CN_FUNCTION_TAGS):
             i -= 1  # the surname token before a given name
         j = i
         w, t = word[i], tag[i]
@@ -526,11 +528,80 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
         elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
             # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
             # also a frequent word (文明, 祝贺, 莫斯科) needs context
-            ok = not _zh_common(name) or _context(toks, i, j)
+            ok = (not _zh_common(name) and _given_plausible(name[k:])) or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
             ok = len(name) <= 6 and _context(toks, i, j)
         if ok:
             out.append(Span(s, end, PERSON))
+
+
+# conjunctions, prepositions, adverbs, pronouns, particles: 和 of 和小王 is no surname
+_CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
+# tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
+_CN_NOT_NAME_TAGS = frozenset("ns nt nz m q a ad an v vn d f s".split())
+_CN_GIVEN_MIN = 2.0  # summed ZH_GIVEN_SCORE of the given characters a name needs without context
+_CN_FAMOUS = 3.0  # ...and one that is also a frequent word (周恩来, 江泽民)
+_CN_TAGGED_MIN = -4.0  # no given character of a name jieba tags may score below this (部 -4.4)
+# characters of transliterated names (克林顿, 内塔尼亚胡); one made only of these that jieba tags
+# a name, and that is no frequent word or known place, is taken for a person
+_CN_TRANSLIT = frozenset(
+    "阿埃艾安奥巴拜班邦保贝本比彼宾波伯博布查达戴丹道德迪蒂丁东杜多厄恩法菲费芬丰弗福盖甘戈格古哈海汉豪赫亨胡霍基吉加"
+    "贾杰金卡凯坎康科克肯库拉莱赖兰朗劳勒雷里利连琳卢鲁伦罗洛马迈麦曼梅门蒙米密莫默穆纳内尼努诺帕派潘佩彭皮珀普齐奇恰乔"
+    "切钦丘萨塞桑瑟森沙尚舍什施斯松苏索塔泰坦汤唐特滕提图托瓦威维韦温沃乌伍西希谢辛休雅亚扬耶伊尤约泽扎詹兹佐尔夫"
+)
+_CN_TRANSLIT_PLACE_ENDS = frozenset("斯尔特达拉亚加")  # 巴格达, 赫尔辛基 aside: 达/斯/... end many places
+
+
+def _given_score(given: str) -> float:
+    return sum(ZH_GIVEN_SCORE.get(c, -5.0) for c in given)
+
+
+def _given_plausible(given: str) -> bool:
+    """Could these characters after a surname be a given name? Not where one of them ends words
+    far more often than it stands in names (宣/传部, 党/支部)."""
+    return min((ZH_GIVEN_SCORE.get(c, -5.0) for c in given), default=0.0) >= _CN_TAGGED_MIN
+
+
+def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
+    """Names found by what they are, without a tag or cue: a surname and one or two given
+    characters that stand in given names far more often than in text (鹏, 泽民; not 部, 水平),
+    covering whole jieba words; 老张/小王/侯老; and transliterations jieba tags as names."""
+    word, tag, start = toks.word, toks.tag, toks.start
+    ends = {e: j for j, e in enumerate(toks.end)}
+    n = len(word)
+    for i in range(n):
+        p, w = start[i], word[i]
+        for k in (2, 1):
+            if (k == 2 and text[p : p + 2] not in CN_SURNAMES_2) or (k == 1 and text[p] not in CN_SUB_SURNAMES):
+                continue
+            for g in (2, 1):
+                e = p + k + g
+                j = ends.get(e)
+                if j is None:
+                    continue
+                given = text[p + k : e]
+                if not all(_is_cjk(c) and c not in _CN_STOP for c in given):
+                    continue
+                name = text[p:e]
+                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) or (g == 2 and given in ZH_ZIPF):
+                    continue
+                if name in ZH_PLACES or name in _CN_NOT_NAMES or name[-1] in _CN_PLACE_ENDS:
+                    continue
+                score = _given_score(given)
+                z = ZH_ZIPF.get(name, 0.0)
+                if len(name) == 2 and z:
+                    continue  # 智慧, 高峰: words first (a name among them needs a cue)
+                if score >= _CN_GIVEN_MIN and (z < 4.0 or score >= _CN_FAMOUS):
+                    out.append(Span(p, e, PERSON))
+                    break
+            else:
+                continue
+            break
+        if len(w) == 2 and w not in ZH_ZIPF and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
+            out.append(Span(p, p + 2, PERSON))
+        elif (3 <= len(w) <= 6 and tag[i] in _NR and w not in ZH_ZIPF and w not in ZH_PLACES
+              and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)):
+            out.append(Span(p, p + len(w), PERSON))
 
 
 def text_of(toks: _Tokens, s: int, e: int) -> str:

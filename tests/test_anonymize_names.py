@@ -186,6 +186,11 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("李强今天会见了来访的客人", ["李强"]),
         ("新疆代表阿卜杜拉·买买提发言", ["阿卜杜拉", "买买提"]),
         ("我叫刘洋。刘洋今年三十岁", ["刘洋"]),
+        # without a tag, cue or title: a surname and given-name characters (ZH_GIVEN_SCORE)
+        ("会上杨淑兰发言", ["杨淑兰"]),
+        ("会上宋婷婷和蒋建军发言", ["宋婷婷", "蒋建军"]),
+        ("老张和小王都来了", ["老张", "小王"]),
+        ("会谈时内塔尼亚胡表示", ["内塔尼亚胡"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -193,7 +198,8 @@ def test_chinese_names(scrubber, text, names):
     assert survivors(text, r.text, names) == [], r.text
 
 
-@pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里"])
+@pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里",
+                                  "人民的智慧和全军将士", "宣传部发布了通知", "我们要提高素质"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
@@ -269,3 +275,9 @@ def test_mentions_next_to_json_escapes_match_the_decoded_strings(scrubber):
     second = tree["messages"][1]["content"]
     assert "Lena said" not in second and '"Andersson"' not in second
     assert second.endswith("\\Lena")  # after a backslash (a path, an escape sequence in code): no mention
+
+
+def test_given_name_scores_tell_name_characters_from_word_endings():
+    from shadowreplay.anonymize.gazetteer import ZH_GIVEN_SCORE
+
+    assert min(ZH_GIVEN_SCORE[c] for c in "鹏芳娜伟") > 3 > max(ZH_GIVEN_SCORE[c] for c in "部质卡信")
