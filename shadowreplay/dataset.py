@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from .errors import DatasetError, ShadowReplayError
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
-from .storage import TMP_SUFFIX, Location, location, read_parquet_metadata, write_parquet  # noqa: F401 (TMP_SUFFIX)
+from .storage import Location, location, read_parquet_metadata, write_parquet
 
 log = logging.getLogger(__name__)
 

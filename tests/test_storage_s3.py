@@ -186,3 +186,23 @@ def test_unreachable_endpoint_is_one_clear_line(monkeypatch):
     assert "cannot reach the object store" in line and dead in line
     with pytest.raises(TargetError):
         storage.location("s3://bkt/rec").check_bucket()
+
+
+def test_record_checks_an_s3_out_and_the_instance_before_starting_mitmdump(s3, key_file):
+    import os
+
+    env = dict(os.environ)
+    base = ["record", "--upstream", "http://127.0.0.1:9", "--key-file", str(key_file)]
+    assert "no such bucket" in _one_line(_cli(*base, "--out", "s3://no-such-bucket-here/rec", env=env))
+    assert "--instance" in _one_line(_cli(*base, "--out", s3.url("rec"), "--instance", "a/b", env=env))
+    assert s3.keys() == []  # nothing was written
+
+
+def test_export_reads_an_s3_recording(s3, tmp_path, capsys):
+    from tests.replayer_helpers import chat_row, write_recording as write_rows_recording
+
+    write_rows_recording(s3.url("rec"), [chat_row(i, i * 0.5) | {"prompt_tokens": 10 + i} for i in range(5)])
+    out = tmp_path / "trace.jsonl"
+    rc, _, err = run_cli(capsys, "export", "guidellm", s3.url("rec"), "--out", str(out), "--no-hash-ids")
+    assert rc == 0, err
+    assert [json.loads(ln)["input_length"] for ln in out.read_text().splitlines()] == [10, 11, 12, 13, 14]

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("export", help="export a requests dataset as Mooncake JSONL or GuideLLM replay input",
                        description="Export a recording (or an imported trace) for vLLM bench / AIPerf / SGLang (mooncake) or GuideLLM.")
     e.add_argument("format", choices=EXPORT_FORMATS, metavar="FORMAT", help=" | ".join(EXPORT_FORMATS))
-    e.add_argument("recording", type=Path, metavar="RECORDING", help="dataset folder")
+    e.add_argument("recording", type=location, metavar="RECORDING", help="dataset folder or s3://bucket/prefix")
     e.add_argument("--out", type=Path, required=True, metavar="FILE", help="JSONL file to write")
     e.add_argument("--tokenizer", metavar="DIR_OR_URL", help="to compute hash_ids from the prompts (and unknown lengths)")
     e.add_argument("--model", metavar="NAME", help="model name for a vLLM /tokenize URL")
