@@ -206,3 +206,18 @@ def test_export_reads_an_s3_recording(s3, tmp_path, capsys):
     rc, _, err = run_cli(capsys, "export", "guidellm", s3.url("rec"), "--out", str(out), "--no-hash-ids")
     assert rc == 0, err
     assert [json.loads(ln)["input_length"] for ln in out.read_text().splitlines()] == [10, 11, 12, 13, 14]
+
+
+def test_pyarrow_alone_ignores_aws_endpoint_url_so_storage_passes_it(s3):
+    """The gap storage.py fills: pyarrow's S3FileSystem() does not read AWS_ENDPOINT_URL (it
+    would go to AWS), s3fs/botocore does; storage hands the endpoint to both."""
+    import pyarrow.fs as pafs
+
+    write_table(s3.url("rec"), REQUESTS, _table(2))
+    bare = pafs.S3FileSystem(retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1), connect_timeout=2,
+                             request_timeout=2)
+    with pytest.raises(OSError):
+        bare.get_file_info(pafs.FileSelector(f"{s3.bucket}/rec", recursive=True))
+    assert len([i for i in storage.arrow_filesystem().get_file_info(pafs.FileSelector(f"{s3.bucket}/rec", recursive=True))
+                if i.type == pafs.FileType.File]) == 1
+    assert [p for p in storage.fsspec_filesystem().find(f"{s3.bucket}/rec") if p.endswith(".parquet")]
