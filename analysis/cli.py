@@ -90,6 +90,9 @@ def _add_paths(p: argparse.ArgumentParser) -> None:
 def _dataset_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--table", choices=("requests", "replay_results"), help="what to analyze (default: replay_results if present, else requests)")
     add_warmup_option(p)
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="where the SQL runs: DuckDB in this process (default) or Spark (the SparkSession of your environment)")
+    p.add_argument("--spark-master", help="with --engine spark: the master URL (default: your Spark configuration, else local[*])")
     p.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     p.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -148,26 +151,32 @@ def _anomaly_params(args):
     )
 
 
+def _spark_master(args) -> str | None:
+    if args.spark_master and args.engine != "spark":
+        raise ConfigError("--spark-master needs --engine spark")
+    return args.spark_master
+
+
 def _cmd_anomalies(args) -> int:
     from . import anomalies as an
     from . import fmt
-    from .session import open_dataset
+    from .engine import open_engine
 
     params = _anomaly_params(args)
-    con, src, table = open_dataset(args.paths, args.table, args.threads, args.memory_limit, args.warmup)
-    res = an.compute(con, src, table, params)
+    eng, src, table = open_engine(args.engine, list(args.paths), args.table, args.threads, args.memory_limit, args.warmup, _spark_master(args))
+    res = an.compute(eng, src, table, params)
     print(fmt.to_json(res) if args.json else an.render(res))
     return 0
 
 
 def _cmd_analyze(args) -> int:
     from . import analyze, fmt
-    from .session import open_dataset
+    from .engine import open_engine
     from .units import parse_slo
 
     slo = parse_slo(args.slo)
-    con, src, table = open_dataset(list(args.paths), args.table, args.threads, args.memory_limit, args.warmup)
-    res = analyze.compute(con, src, table, slo, args.window)
+    eng, src, table = open_engine(args.engine, list(args.paths), args.table, args.threads, args.memory_limit, args.warmup, _spark_master(args))
+    res = analyze.compute(eng, src, table, slo, args.window)
     print(fmt.to_json(res) if args.json else analyze.render(res))
     return 0
 
