@@ -205,3 +205,30 @@ def test_clock_state_reads_the_kernel():
     assert c["esterror_us"] >= 0 and c["maxerror_us"] >= c["esterror_us"]
     # unsynchronized clocks have STA_UNSYNC set or report TIME_ERROR
     assert c["synchronized"] == (c["state"] != "TIME_ERROR" and not c["status"] & 0x40)
+
+
+def _empty_plan():
+    from shadowreplay.replayer.plan import Plan
+
+    return Plan(targets=[], route_names=[], offsets_ns=[], target_idx=[], http=[], grpc=[], skip=[], request_id=[],
+                kind=[], model=[], client_id=[], prompt_chars=[], expected_completion_tokens=[])
+
+
+def test_start_at_is_converted_once_to_the_monotonic_clock():
+    import asyncio
+
+    from shadowreplay.replayer.runner import Replayer, RunConfig
+
+    start = time.time_ns() + 300_000_000
+    oc = asyncio.run(Replayer(_empty_plan(), RunConfig(start_wall_ns=start, progress=False)).run())
+    assert oc.start_mono_ns + oc.wall_minus_mono_ns == start
+    assert 0 < start - oc.fixed_wall_ns <= 300_000_000
+
+
+def test_a_shard_not_ready_before_the_start_is_an_error():
+    import asyncio
+
+    from shadowreplay.replayer.runner import Replayer, RunConfig
+
+    with pytest.raises(ConfigError, match="not ready before --start-at"):
+        asyncio.run(Replayer(_empty_plan(), RunConfig(start_wall_ns=time.time_ns() + 5_000_000, progress=False)).run())
