@@ -68,7 +68,7 @@ def test_shape_recording_replays_token_counts_and_prefix_sharing(tmp_path, vllm_
 
     model = build_tiny_model(python=vllm_python)
     cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       enable_prefix_caching=True, extra_args=["--enforce-eager"], env={"VLLM_SERVER_DEV_MODE": "1"})
+                       enable_prefix_caching=True, extra_args=["--enforce-eager", "--block-size", "32"], env={"VLLM_SERVER_DEV_MODE": "1"})
     rec = {"text": tmp_path / "rec-text", "shape": tmp_path / "rec-shape"}
     replies = []
     with VllmServer(cfg, tmp_path / "vllm.log", python=vllm_python) as engine:
