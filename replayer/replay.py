@@ -184,6 +184,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "model_map": dict(parse_model_map(o.model_map)),
         "header_names": [h.split(":", 1)[0].strip() for h in o.headers],  # values may be secrets
         "ignore_eos": o.ignore_eos,
+        "tokenizer": o.tokenizer,  # shape rows' prompts were synthesized under it
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
         "pacing": o.pacing,
