@@ -9,7 +9,7 @@ import duckdb
 
 from shadowreplay.durations import format_duration
 
-from . import fmt
+from . import fmt, sketch
 from .engine import Engine, as_engine, has_column_data
 from . import recorders
 from .session import Sources
@@ -27,12 +27,12 @@ def _q(v, i):
     return None if v is None else v[i]
 
 
-def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None) -> dict[str, Any]:
+def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, slo: dict[str, float], window_s: float, keep: list[str] | None = None, exact: bool = False) -> dict[str, Any]:
     eng = as_engine(con)  # DuckDB's connection or the Spark engine: the same rows either way
     notes: list[str] = []
     # Before materialize(): the only query that reads the itl_ms lists, and only when there are some.
     any_itl = eng.scalar("SELECT count(*) FROM (SELECT 1 FROM lat WHERE itl_ms IS NOT NULL LIMIT 1)")
-    itl_rows = eng.query("itl") if any_itl else []
+    itl_rows = eng.query("itl", sketch.params(exact)) if any_itl else []
     keep = list(keep or KEEP)
     if not any_itl:
         # Same values (list_avg of no list is NULL), without reading the all-NULL itl_ms column.
@@ -53,6 +53,8 @@ def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, s
         notes.append("no per-token timings (itl_ms): ITL percentiles are per-request means (e2e-ttft)/(tokens-1) where known")
     params = {f"slo_{k}_ms": slo.get(k) for k in ("ttft", "e2e", "itl")}
     params["window_s"] = window_s
+    params.update(sketch.params(exact))  # latency percentiles: sketched per group unless exact
+    result["percentiles"] = sketch.describe(exact)
     rows = eng.query("summary", params)
     windows = {_key(r): r for r in eng.query("windows")} if slo else {}
     itl = {_key(r): r for r in itl_rows} if has_itl else {}
@@ -74,6 +76,7 @@ def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, s
                 "ttft_ms": _pcts(r["ttft_q"], r["ttft_max"]),
                 "itl_ms": _pcts(itl_q, i["itl_max"] if i else r["tpot_max"]),
                 "itl_source": "token gaps" if i else "per-request mean",
+                "sketched": bool(r["sketched"] or (i and i["sketched"])),
                 "e2e_ms": _pcts(r["e2e_q"], r["e2e_max"]),
                 "tokens_per_s": r["tokens_per_s"],
                 "prompt_tokens": {"p50": _q(r["prompt_q"], 0), "p99": _q(r["prompt_q"], 1)},
@@ -144,6 +147,8 @@ def render(res: dict[str, Any]) -> str:
     if res.get("prefix"):
         rows = [["ALL" if p["total"] else (p["client_id"] or "-"), p["requests"], p["shared"], fmt.pct(p["shared_share"]), p["distinct_prefixes"]] for p in res["prefix"]]
         out += ["", fmt.table(["client", "requests", "shared prefix", "share", "distinct prefixes"], rows, "Prefix sharing (requests whose prefix another request also has)")]
+    if any(g["sketched"] for g in groups):
+        out.append(sketch.note(res["percentiles"]["method"] == "exact"))
     if res.get("recorders"):
         out += ["", recorders.render(res["recorders"])]
     for note in res.get("notes", []):

@@ -23,7 +23,7 @@ import duckdb
 
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
-from . import fmt
+from . import fmt, sketch
 from .engine import Engine, as_engine, has_column_data
 from .session import Sources
 from .units import format_duration
@@ -82,7 +82,7 @@ def _off(s: float) -> str:
     return "0s" if s == 0 else format_duration(s)
 
 
-def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams) -> dict[str, Any]:
+def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, p: AnomalyParams, exact: bool = False) -> dict[str, Any]:
     eng = as_engine(con)  # DuckDB's connection or the Spark engine: the same rows either way
     notes: list[str] = []
     res: dict[str, Any] = {"table": table, "sources": src.describe(), "params": asdict(p) | {"origin_s": p.origin_s}, "anomalies": []}
@@ -120,9 +120,10 @@ def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, p
         "period_s": p.period_s, "bucket_s": p.bucket_s, "origin_s": p.origin_s, "lat_metric": metric,
         "metrics": metrics, "raised_z_min": RAISED_Z, "tp99_ratio_min": p.tp99_ratio, "prompt_ratio_min": p.prompt_ratio, "min_requests": p.min_requests,
         "min_periods": p.min_periods, "min_share": p.min_share, "long_factor": p.long_factor, "corr_window_s": p.corr_window_s,
-    }
+    } | sketch.params(exact)  # each cell's TP99: sketched in a cell of over EXACT_MAX values unless exact
     shape = eng.query("fold", params)[0]
     res["periods"] = shape["periods"]
+    res["percentiles"] = sketch.describe(exact) | {"sketched": bool(shape["sketched"])}
     res["slots"] = shape["slots"]
     res["slots_per_period"] = int(round(p.period_s / p.bucket_s))
     if shape["periods"] < p.min_periods:
@@ -245,6 +246,8 @@ def render(res: dict[str, Any]) -> str:
             if a.get("engine"):
                 e = a["engine"]
                 out.append(f"engine in this slot: running {fmt.cell(e['running'])} (overall {fmt.cell(e['running_overall'])}), waiting {fmt.cell(e['waiting'])} (overall {fmt.cell(e['waiting_overall'])})")
+    if res.get("percentiles", {}).get("sketched"):
+        out.append(sketch.note(res["percentiles"]["method"] == "exact").replace("latency percentiles", "cell TP99s"))
     e = res.get("engine")
     if e:
         out += ["", f"engine correlation over {e['windows']:,} windows of {format_duration(p['corr_window_s'])}: "

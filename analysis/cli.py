@@ -9,6 +9,8 @@ from pathlib import Path
 from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.errors import ConfigError
 
+from . import sketch
+
 DEFAULT_WINDOW = "5s"
 
 
@@ -95,6 +97,9 @@ def _dataset_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", help="with --engine spark: the master URL (default: your Spark configuration, else local[*])")
     p.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     p.add_argument("--memory-limit", help="DuckDB memory limit, e.g. 3GB")
+    p.add_argument("--exact", action="store_true",
+                   help=f"exact latency percentiles in every group (default: a sketch within {100 * sketch.ALPHA:g}%% "
+                        f"in groups over {sketch.EXACT_MAX:,} values; exact needs memory for every value)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -164,7 +169,7 @@ def _cmd_anomalies(args) -> int:
 
     params = _anomaly_params(args)
     eng, src, table = open_engine(args.engine, list(args.paths), args.table, args.threads, args.memory_limit, args.warmup, _spark_master(args))
-    res = an.compute(eng, src, table, params)
+    res = an.compute(eng, src, table, params, exact=args.exact)
     print(fmt.to_json(res) if args.json else an.render(res))
     return 0
 
@@ -176,7 +181,7 @@ def _cmd_analyze(args) -> int:
 
     slo = parse_slo(args.slo)
     eng, src, table = open_engine(args.engine, list(args.paths), args.table, args.threads, args.memory_limit, args.warmup, _spark_master(args))
-    res = analyze.compute(eng, src, table, slo, args.window)
+    res = analyze.compute(eng, src, table, slo, args.window, exact=args.exact)
     print(fmt.to_json(res) if args.json else analyze.render(res))
     return 0
 

@@ -21,18 +21,75 @@ SELECT
 FROM lat;
 
 -- One row per (period, slot) cell: requests, TP99 of each latency over the successful ones, mean
--- prompt.
-CREATE OR REPLACE TEMP TABLE fold_cells_m AS
+-- prompt. The TP99 is read from a histogram per cell and metric, ranked like quantile_cont: the
+-- latency sketch of analysis/sketch.py (parameters sketch_gamma, exact_max; the same bins as
+-- summary.sql) where the cell holds over exact_max values, the exact values where it holds
+-- fewer. Two passes (the cells' counts, then the histograms): nothing keeps a row per request.
+CREATE OR REPLACE TEMP TABLE fold_sizes AS
 SELECT
     period_no,
     slot,
     count(*) AS n,
-    quantile_cont(ttft, 0.99) FILTER (WHERE NOT failed) AS ttft_tp99,
-    quantile_cont(e2e, 0.99) FILTER (WHERE NOT failed) AS e2e_tp99,
-    quantile_cont(itl, 0.99) FILTER (WHERE NOT failed) AS itl_tp99,
+    count(ttft) FILTER (WHERE NOT failed) AS n_ttft,
+    count(e2e) FILTER (WHERE NOT failed) AS n_e2e,
+    count(itl) FILTER (WHERE NOT failed) AS n_itl,
     avg(prompt_len) AS mean_prompt
 FROM folded
 GROUP BY period_no, slot;
+
+CREATE OR REPLACE TEMP TABLE fold_cells_m AS
+WITH metrics AS (
+    SELECT * FROM (VALUES ('ttft'), ('e2e'), ('itl')) m(metric)
+),
+vals AS (
+    SELECT period_no, slot, metric, exact, v,
+        CASE WHEN v = 0 THEN 0.0
+            ELSE sign(v) * 2 * pow(getvariable('sketch_gamma'), ceil(ln(abs(v)) / ln(getvariable('sketch_gamma'))))
+                / (getvariable('sketch_gamma') + 1)
+        END AS sv
+    FROM (
+        SELECT f.period_no, f.slot, m.metric,
+            CASE m.metric WHEN 'ttft' THEN f.ttft WHEN 'e2e' THEN f.e2e ELSE f.itl END AS v,
+            CASE m.metric WHEN 'ttft' THEN s.n_ttft WHEN 'e2e' THEN s.n_e2e ELSE s.n_itl END <= getvariable('exact_max') AS exact
+        FROM folded f
+        JOIN fold_sizes s ON s.period_no = f.period_no AND s.slot = f.slot
+        CROSS JOIN metrics m
+        WHERE NOT f.failed
+    ) x
+    WHERE v IS NOT NULL
+),
+hist AS (
+    SELECT period_no, slot, metric, CASE WHEN exact THEN v ELSE sv END AS v, count(*) AS c
+    FROM vals
+    GROUP BY period_no, slot, metric, CASE WHEN exact THEN v ELSE sv END
+),
+ranked AS (
+    SELECT
+        *,
+        sum(c) OVER (PARTITION BY period_no, slot, metric ORDER BY v ROWS UNBOUNDED PRECEDING) - c AS below,
+        sum(c) OVER (PARTITION BY period_no, slot, metric) AS cnt
+    FROM hist
+),
+tp AS (
+    SELECT period_no, slot, metric,
+        max(v) FILTER (WHERE below <= floor((cnt - 1) * 0.99)) AS lo,
+        max(v) FILTER (WHERE below <= ceil((cnt - 1) * 0.99)) AS hi,
+        (cnt - 1) * 0.99 - floor((cnt - 1) * 0.99) AS d
+    FROM ranked
+    GROUP BY period_no, slot, metric, cnt
+)
+SELECT
+    s.period_no,
+    s.slot,
+    s.n,
+    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'ttft') AS ttft_tp99,
+    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'e2e') AS e2e_tp99,
+    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'itl') AS itl_tp99,
+    s.mean_prompt,
+    bool_or(s.n_ttft > getvariable('exact_max') OR s.n_e2e > getvariable('exact_max') OR s.n_itl > getvariable('exact_max')) AS sketched
+FROM fold_sizes s
+LEFT JOIN tp ON tp.period_no = s.period_no AND tp.slot = s.slot
+GROUP BY s.period_no, s.slot, s.n, s.mean_prompt;
 
 CREATE OR REPLACE TEMP VIEW fold_cells AS
 SELECT
@@ -41,4 +98,6 @@ SELECT
     mean_prompt
 FROM fold_cells_m;
 
-SELECT count(*) AS cells, count(DISTINCT period_no) AS periods, count(DISTINCT slot) AS slots FROM fold_cells_m;
+SELECT count(*) AS cells, count(DISTINCT period_no) AS periods, count(DISTINCT slot) AS slots,
+    coalesce(bool_or(sketched), false) AS sketched
+FROM fold_cells_m;

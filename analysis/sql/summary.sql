@@ -2,35 +2,93 @@
 -- percentiles, output tokens/s and goodput.
 -- Parameters (SET VARIABLE name = value; NULL or unset = no such SLO):
 --   slo_ttft_ms, slo_e2e_ms, slo_itl_ms
+--   sketch_gamma, exact_max: the latency sketch (analysis/sketch.py)
 -- A request is good when it did not fail and meets every SLO set. A request without a TTFT
 -- (not streamed) is judged on its e2e latency for the TTFT SLO: its first byte was the answer.
--- Prompt and output token percentiles are exact quantile_cont values computed from a histogram
--- (count per distinct value): token counts take few distinct values, so this sorts thousands of
--- values instead of ten million. The value at 0-based rank r is the largest value with fewer than
--- r+1 values below it; between ranks it interpolates like quantile_cont.
-WITH span AS (
-    SELECT greatest(max(epoch(t) + coalesce(e2e_ms, 0) / 1000.0) - min(epoch(t)), 1e-3) AS span_s
-    FROM lat
-),
-base AS (
+-- Everything is computed per group in two passes over `lat` (the counts, then one histogram of
+-- every column), and the overall row is summed from the groups' rows: counts and histograms
+-- merge by adding, so no pass keeps a row per request (bounded memory at any size).
+-- Every percentile is read from a histogram (count per value) by one ranking: the value at
+-- 0-based rank r is the largest value with fewer than r+1 values below it; between ranks it
+-- interpolates like quantile_cont. Token counts take few distinct values: their histogram is
+-- exact. Latencies are binned by the sketch of analysis/sketch.py (bucket ceil(ln|v| / ln gamma),
+-- counted at the bucket's representative 2 gamma^i / (gamma + 1), within alpha of its values)
+-- unless their group holds at most exact_max values, which keep their exact values; the overall
+-- histogram is sketched again when it holds over exact_max values (a representative's bucket is
+-- its own, so sketching the groups first changes nothing).
+WITH g AS (
     SELECT
-        *,
-        coalesce(
+        group_key,
+        any_value(kind) AS kind,
+        any_value(model) AS model,
+        any_value(client_id) AS client_id,
+        count(*) AS requests,
+        count(*) FILTER (WHERE failed) AS failures,
+        count(*) FILTER (WHERE timed_out) AS timeouts,
+        count(ttft_ms) AS with_ttft,
+        count(e2e_ms) AS with_e2e,
+        count(tpot_ms) AS with_tpot,
+        max(ttft_ms) AS ttft_max,
+        max(e2e_ms) AS e2e_max,
+        max(tpot_ms) AS tpot_max,
+        sum(completion_tokens) FILTER (WHERE NOT failed) AS tokens,
+        count(*) FILTER (WHERE
             NOT failed
             AND (getvariable('slo_ttft_ms') IS NULL OR coalesce(ttft_ms, e2e_ms) <= getvariable('slo_ttft_ms'))
             AND (getvariable('slo_e2e_ms') IS NULL OR e2e_ms <= getvariable('slo_e2e_ms'))
-            AND (getvariable('slo_itl_ms') IS NULL OR tpot_ms <= getvariable('slo_itl_ms')),
-            false) AS good
+            AND (getvariable('slo_itl_ms') IS NULL OR tpot_ms <= getvariable('slo_itl_ms'))) AS good,
+        min(epoch(t)) AS t0,
+        max(epoch(t) + coalesce(e2e_ms, 0) / 1000.0) AS t1
     FROM lat
+    GROUP BY group_key
+),
+span AS (
+    SELECT greatest(max(t1) - min(t0), 1e-3) AS span_s FROM g
+),
+summary AS (
+    SELECT false AS is_total, group_key, kind, model, client_id, requests, failures, timeouts, with_ttft,
+        ttft_max, e2e_max, tpot_max, tokens, good
+    FROM g
+    UNION ALL
+    SELECT true, NULL, NULL, NULL, NULL, sum(requests), sum(failures), sum(timeouts), sum(with_ttft),
+        max(ttft_max), max(e2e_max), max(tpot_max), sum(tokens), sum(good)
+    FROM g
+),
+cols AS (
+    SELECT * FROM (VALUES ('ttft'), ('e2e'), ('tpot'), ('prompt'), ('completion')) c(col)
+),
+-- One row per (request, column) with its histogram key: the exact value for token counts and
+-- small groups, else the sketch representative sv.
+vals AS (
+    SELECT group_key, col, v, exact,
+        CASE WHEN v = 0 THEN 0.0
+            ELSE sign(v) * 2 * pow(getvariable('sketch_gamma'), ceil(ln(abs(v)) / ln(getvariable('sketch_gamma'))))
+                / (getvariable('sketch_gamma') + 1)
+        END AS sv
+    FROM (
+        SELECT l.group_key, c.col,
+            CASE c.col WHEN 'ttft' THEN l.ttft_ms WHEN 'e2e' THEN l.e2e_ms WHEN 'tpot' THEN l.tpot_ms
+                WHEN 'prompt' THEN l.prompt_len ELSE CAST(l.completion_tokens AS DOUBLE) END AS v,
+            CASE c.col WHEN 'ttft' THEN g.with_ttft <= getvariable('exact_max') WHEN 'e2e' THEN g.with_e2e <= getvariable('exact_max')
+                WHEN 'tpot' THEN g.with_tpot <= getvariable('exact_max') ELSE true END AS exact
+        FROM lat l JOIN g ON g.group_key = l.group_key CROSS JOIN cols c
+    ) x
+    WHERE v IS NOT NULL
+),
+group_hist AS (
+    SELECT col, group_key, CASE WHEN exact THEN v ELSE sv END AS v, sv, count(*) AS c
+    FROM vals
+    GROUP BY col, group_key, CASE WHEN exact THEN v ELSE sv END, sv
+),
+total_exact AS (
+    SELECT col, col IN ('prompt', 'completion') OR sum(c) <= getvariable('exact_max') AS exact FROM group_hist GROUP BY col
 ),
 hist AS (
-    SELECT 'prompt' AS col, grouping(group_key) = 1 AS is_total, group_key, prompt_len AS v, count(*) AS c
-    FROM lat WHERE prompt_len IS NOT NULL
-    GROUP BY GROUPING SETS ((group_key, prompt_len), (prompt_len))
+    SELECT col, false AS is_total, group_key, v, c FROM group_hist
     UNION ALL
-    SELECT 'completion', grouping(group_key) = 1, group_key, completion_tokens::DOUBLE, count(*)
-    FROM lat WHERE completion_tokens IS NOT NULL
-    GROUP BY GROUPING SETS ((group_key, completion_tokens), (completion_tokens))
+    SELECT h.col, true, NULL, CASE WHEN t.exact THEN h.v ELSE h.sv END, sum(h.c)
+    FROM group_hist h JOIN total_exact t ON t.col = h.col
+    GROUP BY h.col, CASE WHEN t.exact THEN h.v ELSE h.sv END
 ),
 ranked AS (
     SELECT
@@ -40,60 +98,49 @@ ranked AS (
     FROM hist
 ),
 at_q AS (
-    SELECT col, is_total, group_key, q,
+    SELECT col, is_total, group_key, q, n,
         max(v) FILTER (WHERE below <= floor((n - 1) * q)) AS lo,
         max(v) FILTER (WHERE below <= ceil((n - 1) * q)) AS hi,
         (n - 1) * q - floor((n - 1) * q) AS d
-    FROM ranked, (VALUES (0.5), (0.99)) qs(q)
+    FROM ranked, (VALUES (0.5), (0.95), (0.99)) qs(q)
     GROUP BY col, is_total, group_key, q, n
 ),
-tokens AS (
+pcts AS (
     SELECT is_total, group_key,
-        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'prompt') AS prompt_q,
-        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'completion') AS completion_q
+        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'prompt' AND q <> 0.95) AS prompt_q,
+        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'completion' AND q <> 0.95) AS completion_q,
+        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'ttft') AS ttft_q,
+        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'e2e') AS e2e_q,
+        list(lo + d * (hi - lo) ORDER BY q) FILTER (WHERE col = 'tpot') AS tpot_q,
+        coalesce(bool_or(n > getvariable('exact_max')) FILTER (WHERE col IN ('ttft', 'e2e', 'tpot')), false) AS sketched
     FROM at_q
     GROUP BY is_total, group_key
-),
--- The latency quantiles in an aggregate of their own: cheaper than beside the counts and filters.
-lats AS (
-    SELECT
-        grouping(group_key) = 1 AS is_total,
-        group_key,
-        quantile_cont(ttft_ms, [0.5, 0.95, 0.99]) AS ttft_q,
-        max(ttft_ms) AS ttft_max,
-        quantile_cont(e2e_ms, [0.5, 0.95, 0.99]) AS e2e_q,
-        max(e2e_ms) AS e2e_max,
-        quantile_cont(tpot_ms, [0.5, 0.95, 0.99]) AS tpot_q,
-        max(tpot_ms) AS tpot_max
-    FROM lat
-    GROUP BY GROUPING SETS ((group_key), ())
-),
-summary AS (
-SELECT
-    grouping(group_key) = 1 AS is_total,
-    group_key,
-    CASE WHEN grouping(group_key) = 0 THEN any_value(kind) END AS kind,
-    CASE WHEN grouping(group_key) = 0 THEN any_value(model) END AS model,
-    CASE WHEN grouping(group_key) = 0 THEN any_value(client_id) END AS client_id,
-    count(*) AS requests,
-    avg(failed::INT) AS error_rate,
-    avg(timed_out::INT) AS timeout_rate,
-    count(ttft_ms) AS with_ttft,
-    sum(completion_tokens) FILTER (WHERE NOT failed) / any_value(span_s) AS tokens_per_s,
-    count(*) FILTER (WHERE good) AS good,
-    count(*) FILTER (WHERE good) / any_value(span_s) AS goodput_rps,
-    avg(good::INT) AS goodput_share,
-    count(*) / any_value(span_s) AS rps,
-    any_value(span_s) AS span_s
-FROM base, span
-GROUP BY GROUPING SETS ((group_key), ())
 )
 SELECT
-    summary.* EXCLUDE (group_key),
-    lats.* EXCLUDE (is_total, group_key),
-    tokens.prompt_q,
-    tokens.completion_q
-FROM summary
-JOIN lats ON lats.is_total = summary.is_total AND lats.group_key IS NOT DISTINCT FROM summary.group_key
-LEFT JOIN tokens ON tokens.is_total = summary.is_total AND tokens.group_key IS NOT DISTINCT FROM summary.group_key
-ORDER BY is_total DESC, requests DESC;
+    s.is_total,
+    s.kind,
+    s.model,
+    s.client_id,
+    s.requests,
+    s.failures / s.requests AS error_rate,
+    s.timeouts / s.requests AS timeout_rate,
+    s.with_ttft,
+    s.tokens / span.span_s AS tokens_per_s,
+    s.good,
+    s.good / span.span_s AS goodput_rps,
+    s.good / s.requests AS goodput_share,
+    s.requests / span.span_s AS rps,
+    span.span_s,
+    p.ttft_q,
+    s.ttft_max,
+    p.e2e_q,
+    s.e2e_max,
+    p.tpot_q,
+    s.tpot_max,
+    coalesce(p.sketched, false) AS sketched,
+    p.prompt_q,
+    p.completion_q
+FROM summary s
+CROSS JOIN span
+LEFT JOIN pcts p ON p.is_total = s.is_total AND p.group_key IS NOT DISTINCT FROM s.group_key
+ORDER BY s.is_total DESC, s.requests DESC;
