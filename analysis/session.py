@@ -272,17 +272,26 @@ def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat"
     return bool(scalar(con, f"SELECT count({expr}) > 0 FROM {view}"))
 
 
-def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None) -> int:
+# materialize() keeps about 60-90 bytes a row: above this many rows `lat` stays on the Parquet
+# files (each query streams them again), so memory does not grow with the rows.
+MATERIALIZE_MAX_ROWS = 5_000_000
+
+
+def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None, max_rows: int | None = None) -> int:
     """Reads the `lat` view's Parquet once into a temporary table and points `lat` at it, so the
     several queries of a command do not each re-open every hourly file. `columns` limits what is
-    kept (the itl_ms lists are dropped by default: they are read, once, by itl.sql beforehand)."""
+    kept (the itl_ms lists are dropped by default: they are read, once, by itl.sql beforehand).
+    Over `max_rows` rows (default MATERIALIZE_MAX_ROWS) nothing is copied. Returns the rows."""
     cols = ", ".join(columns) if columns else "* EXCLUDE (itl_ms)"
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'lat_mat' AND temporary").fetchone()[0]:
         return con.execute("SELECT count(*) FROM lat_mat").fetchone()[0]  # done already, with a superset
     try:
         con.execute("SET preserve_insertion_order = false")  # lets the copy run in parallel, in less memory
+        n = con.execute("SELECT count(*) FROM lat").fetchone()[0]
+        if n > (MATERIALIZE_MAX_ROWS if max_rows is None else max_rows):
+            return n
         con.execute(f"CREATE OR REPLACE TEMP TABLE lat_mat AS SELECT {cols} FROM lat")
         con.execute("CREATE OR REPLACE TEMP VIEW lat AS SELECT * FROM lat_mat")
     except duckdb.Error as e:
         raise DatasetError(f"cannot read the dataset: {first_line(e)}") from None
-    return con.execute("SELECT count(*) FROM lat_mat").fetchone()[0]
+    return n
