@@ -43,8 +43,9 @@ def generate(root: Path, rows: int) -> None:
     spec = SynthSpec(periods=3, n_rows=rows, itl_lists=False, prefix_groups=1000, seed=42,
                      anomaly=PlantedAnomaly(batch_rate_per_s=rate * 0.5))
     t = time.perf_counter()
-    # One hourly file holds ~20k rows at this rate: one row group each.
-    write_recording(root, spec, row_group_size=1 << 20)
+    # Generated and written an hour at a time (bounded memory at any --rows); one hourly file
+    # holds rows/504 rows: one row group each up to 1 M.
+    write_recording(root, spec, row_group_size=1 << 20, chunk_s=3600.0)
     (root / ".complete").write_text(str(rows))
     print(f"generated {rows:,} rows in {time.perf_counter() - t:.0f} s into {root}", file=sys.stderr)
 
@@ -69,7 +70,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--data", type=Path, default=REPO / ".cache" / "bench-analysis")
+    ap.add_argument("--data", type=Path, default=Path("/work/bench-data"), help="where generated datasets are cached (default /work/bench-data)")
+    ap.add_argument("--commands", default="analyze,anomalies,compare", help="which of analyze, anomalies, compare, exact to run (default the first three; exact: both analyses with --exact)")
     ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     ap.add_argument("--memory-limit", help="DuckDB memory limit passed to the commands")
     ap.add_argument("--generate-only", action="store_true")
@@ -86,7 +88,13 @@ def main() -> int:
         "analyze anomalies": [exe, "analyze", "anomalies", str(root), "--json", *extra],
         # every figure with its bootstrap interval, overall, per slot and per client, both sides 10 M rows
         "compare (intervals)": [exe, "compare", str(root), str(root), "--json"],
+        "analyze --exact": [exe, "analyze", str(root), "--slo", "ttft=500ms,e2e=10s", "--json", "--exact", *extra],
+        "analyze anomalies --exact": [exe, "analyze", "anomalies", str(root), "--json", "--exact", *extra],
     }
+    wanted = {"analyze": ["analyze"], "anomalies": ["analyze anomalies"], "compare": ["compare (intervals)"],
+              "exact": ["analyze --exact", "analyze anomalies --exact"]}
+    pick = [c for w in args.commands.split(",") for c in wanted[w.strip()]]
+    cases = {k: v for k, v in cases.items() if k in pick}
     files = sum(1 for _ in (root / "requests").rglob("*.parquet"))
     size = sum(p.stat().st_size for p in (root / "requests").rglob("*.parquet")) / 2**20
     load0 = os.getloadavg()[0]
@@ -99,7 +107,7 @@ def main() -> int:
             secs.append(s)
             cpus.append(c)
             mems.append(m)
-        if name == "analyze anomalies":
+        if name.startswith("analyze anomalies"):
             import json
 
             found = [a["label"] for a in json.loads(out)["anomalies"]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,7 +74,6 @@ def make_requests(spec: SynthSpec) -> pa.Table:
     """A requests table (sorted by ts_start) following `spec`."""
     rng = np.random.default_rng(spec.seed)
     span_s = spec.periods * spec.period_s
-    start_us = int(spec.start.timestamp() * 1_000_000)
     n = spec.n_rows if spec.n_rows is not None else int(round(spec.rate_per_s * span_s))
     off = rng.uniform(0, span_s, n)
     w = np.asarray(spec.client_weights, dtype=float)
@@ -92,6 +92,49 @@ def make_requests(spec: SynthSpec) -> pa.Table:
         clients.append(a.client_id)
         client_idx = np.concatenate([client_idx, np.full(nb, len(clients) - 1)])
         prompt = np.concatenate([prompt, _lognormal(rng, spec.prompt_mean * a.prompt_factor, 0.1, nb)])
+    return _finish(spec, rng, off, client_idx, prompt, clients, 0)
+
+
+def request_chunks(spec: SynthSpec, chunk_s: float = 3600.0) -> Iterator[pa.Table]:
+    """The requests of `spec` one `chunk_s` slice of time at a time (each sorted by ts_start), so
+    a hundred million rows never sit in memory together. Same distribution as make_requests:
+    normal arrivals uniform over the span (each slice gets its share of the n rows), the batch
+    client's arrivals uniform over each planted slot; each slice draws from its own seed."""
+    span_s = spec.periods * spec.period_s
+    n_total = spec.n_rows if spec.n_rows is not None else int(round(spec.rate_per_s * span_s))
+    w = np.asarray(spec.client_weights, dtype=float)
+    a = spec.anomaly
+    clients = list(spec.clients) + ([a.client_id] if a is not None else [])
+    which = (range(spec.periods) if a.periods is None else a.periods) if a is not None else ()
+    k, id0, c0 = 0, 0, 0.0
+    while c0 < span_s:
+        c1 = min(c0 + chunk_s, span_s)
+        rng = np.random.default_rng([spec.seed, k])
+        n = int(round(n_total * c1 / span_s)) - int(round(n_total * c0 / span_s))
+        off = rng.uniform(c0, c1, n)
+        client_idx = rng.choice(len(spec.clients), n, p=w / w.sum())
+        prompt = _lognormal(rng, spec.prompt_mean, spec.prompt_sigma, n)
+        for p in which:
+            lo = max(c0, p * spec.period_s + a.offset_s)
+            hi = min(c1, p * spec.period_s + a.offset_s + a.duration_s)
+            nb = int(round(a.batch_rate_per_s * (hi - lo))) if hi > lo else 0
+            if nb:
+                off = np.concatenate([off, rng.uniform(lo, hi, nb)])
+                client_idx = np.concatenate([client_idx, np.full(nb, len(clients) - 1)])
+                prompt = np.concatenate([prompt, _lognormal(rng, spec.prompt_mean * a.prompt_factor, 0.1, nb)])
+        if len(off):
+            yield _finish(spec, rng, off, client_idx, prompt, clients, id0)
+        id0 += len(off)
+        k += 1
+        c0 = c1
+
+
+def _finish(spec: SynthSpec, rng: np.random.Generator, off: np.ndarray, client_idx: np.ndarray, prompt: np.ndarray,
+            clients: list[str], id0: int) -> pa.Table:
+    """The requests at offsets `off` (seconds from spec.start; any order) with their clients and
+    prompt lengths: latencies, tokens, errors; request ids from req-`id0`."""
+    start_us = int(spec.start.timestamp() * 1_000_000)
+    a = spec.anomaly
     n = len(off)
     order = np.argsort(off, kind="stable")
     off, client_idx, prompt = off[order], client_idx[order], prompt[order]
@@ -116,7 +159,7 @@ def make_requests(spec: SynthSpec) -> pa.Table:
     failed = rng.random(n) < spec.error_rate
     ts_us = start_us + (off * 1e6).astype(np.int64)
     cols: dict[str, pa.Array] = {
-        "request_id": pc.binary_join_element_wise("req-", pc.cast(pa.array(np.arange(n)), pa.string()), ""),
+        "request_id": pc.binary_join_element_wise("req-", pc.cast(pa.array(np.arange(id0, id0 + n)), pa.string()), ""),
         "ts_start": pa.array(ts_us, TS),
         "ts_first_byte": pa.array(ts_us + (ttft * 1000).astype(np.int64), TS),
         "ts_end": pa.array(ts_us + (e2e * 1000).astype(np.int64), TS),
@@ -238,9 +281,20 @@ def write_recording(
     metrics_interval_s: float = 10.0,
     max_batch: int = 8,
     row_group_size: int = 128 * 1024,
-) -> pa.Table:
-    """Generates and writes a recording (and optionally engine metrics) under root."""
+    chunk_s: float | None = None,
+) -> pa.Table | int:
+    """Generates and writes a recording (and optionally engine metrics) under root. Returns the
+    requests table; with `chunk_s`, generates and writes one slice of that many seconds at a time
+    (request_chunks: memory bounded by a slice, the rows are not kept) and returns the row count."""
     spec = spec or SynthSpec()
+    if chunk_s is not None:
+        if engine_metrics:
+            raise ValueError("engine_metrics need the whole table: not with chunk_s")
+        rows = 0
+        for req in request_chunks(spec, chunk_s):
+            write_sorted(root, REQUESTS, req, row_group_size=row_group_size)
+            rows += req.num_rows
+        return rows
     req = make_requests(spec)
     write_sorted(root, REQUESTS, req, row_group_size=row_group_size)
     if engine_metrics:
