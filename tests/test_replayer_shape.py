@@ -108,3 +108,16 @@ def test_shape_rows_need_a_tokenizer(tok_dir):
     text_rows = table.set_column(table.schema.get_field_index("hash_block_chars"), "hash_block_chars",
                                  pa.nulls(table.num_rows, pa.int32()))
     assert shape_prompts(text_rows, None) is None  # a text recording needs none
+
+
+def test_replay_cli_without_tokenizer_is_one_line(tmp_path, tok_dir, capsys):
+    from shadowreplay.cli import main
+    from shadowreplay.dataset import write_table
+    from shadowreplay.schema import REQUESTS
+
+    write_table(tmp_path / "rec", REQUESTS, recorded_rows(LocalTokenizer(tok_dir), [SYSTEM + SUFFIXES[0]]))
+    rc = main(["replay", str(tmp_path / "rec"), "--target", "http://127.0.0.1:9", "--out", str(tmp_path / "out"),
+               "--dry-run"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--tokenizer" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
