@@ -155,7 +155,7 @@ def guarded(where: str) -> Iterator[None]:
         yield
     except ShadowReplayError:
         raise
-    except (OSError, Exception) as e:  # pyarrow raises OSError; botocore its own types
+    except Exception as e:  # pyarrow raises OSError, botocore and s3fs their own types
         raise describe_error(e, where) from None
 
 
