@@ -562,15 +562,21 @@ def _given_plausible(given: str) -> bool:
     return min((ZH_GIVEN_SCORE.get(c, -5.0) for c in given), default=0.0) >= _CN_TAGGED_MIN
 
 
+_CN_LEAD = frozenset(CN_SUB_SURNAMES) | frozenset(s[0] for s in CN_SURNAMES_2) | frozenset("老小")
+
+
 def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
     """Names found by what they are, without a tag or cue: a surname and one or two given
     characters that stand in given names far more often than in text (鹏, 泽民; not 部, 水平),
     covering whole jieba words; 老张/小王/侯老; and transliterations jieba tags as names."""
     word, tag, start = toks.word, toks.tag, toks.start
-    ends = {e: j for j, e in enumerate(toks.end)}
-    n = len(word)
-    for i in range(n):
-        p, w = start[i], word[i]
+    ends: dict[int, int] | None = None
+    for i, w in enumerate(word):
+        if w[0] not in _CN_LEAD and tag[i] not in _NR:
+            continue  # most tokens: no surname, 老 or 小 starts them and jieba sees no name
+        if ends is None:
+            ends = {e: j for j, e in enumerate(toks.end)}
+        p = start[i]
         for k in (2, 1):
             if (k == 2 and text[p : p + 2] not in CN_SURNAMES_2) or (k == 1 and text[p] not in CN_SUB_SURNAMES):
                 continue
