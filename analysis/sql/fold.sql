@@ -21,10 +21,10 @@ SELECT
 FROM lat;
 
 -- One row per (period, slot) cell: requests, TP99 of each latency over the successful ones, mean
--- prompt. The TP99 is read from a histogram per cell and metric, ranked like quantile_cont: the
--- latency sketch of analysis/sketch.py (parameters sketch_gamma, exact_max; the same bins as
--- summary.sql) where the cell holds over exact_max values, the exact values where it holds
--- fewer. Two passes (the cells' counts, then the histograms): nothing keeps a row per request.
+-- prompt. A cell of at most exact_max values per metric gets quantile_cont's exact TP99; a larger
+-- one gets it from its latency sketch (analysis/sketch.py; parameters sketch_gamma, exact_max;
+-- the same bins as summary.sql), a count per bin ranked like quantile_cont. Two passes (the
+-- cells' counts, then the values), and no pass keeps the values of a large cell.
 CREATE OR REPLACE TEMP TABLE fold_sizes AS
 SELECT
     period_no,
@@ -58,10 +58,12 @@ vals AS (
     ) x
     WHERE v IS NOT NULL
 ),
+-- Per cell and metric: a small cell's exact TP99 (key NULL), a large one's count per bin.
 hist AS (
-    SELECT period_no, slot, metric, CASE WHEN exact THEN v ELSE sv END AS v, count(*) AS c
+    SELECT period_no, slot, metric, CASE WHEN exact THEN NULL ELSE sv END AS v, count(*) AS c,
+        quantile_cont(v, 0.99) FILTER (WHERE exact) AS exact_tp99
     FROM vals
-    GROUP BY period_no, slot, metric, CASE WHEN exact THEN v ELSE sv END
+    GROUP BY period_no, slot, metric, CASE WHEN exact THEN NULL ELSE sv END
 ),
 ranked AS (
     SELECT
@@ -69,22 +71,28 @@ ranked AS (
         sum(c) OVER (PARTITION BY period_no, slot, metric ORDER BY v ROWS UNBOUNDED PRECEDING) - c AS below,
         sum(c) OVER (PARTITION BY period_no, slot, metric) AS cnt
     FROM hist
+    WHERE v IS NOT NULL
 ),
 tp AS (
-    SELECT period_no, slot, metric,
-        max(v) FILTER (WHERE below <= floor((cnt - 1) * 0.99)) AS lo,
-        max(v) FILTER (WHERE below <= ceil((cnt - 1) * 0.99)) AS hi,
-        (cnt - 1) * 0.99 - floor((cnt - 1) * 0.99) AS d
-    FROM ranked
-    GROUP BY period_no, slot, metric, cnt
+    SELECT period_no, slot, metric, lo + d * (hi - lo) AS tp99
+    FROM (
+        SELECT period_no, slot, metric,
+            max(v) FILTER (WHERE below <= floor((cnt - 1) * 0.99)) AS lo,
+            max(v) FILTER (WHERE below <= ceil((cnt - 1) * 0.99)) AS hi,
+            (cnt - 1) * 0.99 - floor((cnt - 1) * 0.99) AS d
+        FROM ranked
+        GROUP BY period_no, slot, metric, cnt
+    ) r
+    UNION ALL
+    SELECT period_no, slot, metric, exact_tp99 FROM hist WHERE v IS NULL
 )
 SELECT
     s.period_no,
     s.slot,
     s.n,
-    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'ttft') AS ttft_tp99,
-    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'e2e') AS e2e_tp99,
-    max(tp.lo + tp.d * (tp.hi - tp.lo)) FILTER (WHERE tp.metric = 'itl') AS itl_tp99,
+    max(tp.tp99) FILTER (WHERE tp.metric = 'ttft') AS ttft_tp99,
+    max(tp.tp99) FILTER (WHERE tp.metric = 'e2e') AS e2e_tp99,
+    max(tp.tp99) FILTER (WHERE tp.metric = 'itl') AS itl_tp99,
     s.mean_prompt,
     bool_or(s.n_ttft > getvariable('exact_max') OR s.n_e2e > getvariable('exact_max') OR s.n_itl > getvariable('exact_max')) AS sketched
 FROM fold_sizes s
