@@ -1,9 +1,11 @@
-"""Benchmark: `shadowreplay analyze`, `analyze anomalies` and `compare` on ten million generated
-requests.
+"""Benchmark: `shadowreplay analyze`, `analyze anomalies` and `compare` on ten (or a hundred)
+million generated requests.
 
     .venv/bin/python benchmarks/analysis_bench.py [--rows 10000000] [--runs 3] [--data DIR]
+        [--commands analyze,anomalies,compare,exact]
 
-Generates (once, cached in DIR) three weeks of synthetic traffic with a planted Wednesday-14:00
+Generates (once, cached in DIR/rows-N, default /work/bench-data, an hour of traffic at a time so
+memory stays bounded at any N) three weeks of synthetic traffic with a planted Wednesday-14:00
 anomaly, written with shadowreplay.dataset.write_table into the usual hourly partitions, sorted
 by ts_start (one row group per hourly file, zstd). Then runs each command as a subprocess RUNS
 times and reports the median wall time, the median CPU time (user + system, all threads) and
