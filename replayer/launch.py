@@ -23,7 +23,7 @@ from shadowreplay.storage import location, write_atomic
 
 from .shard import Shard, check_start_at, combine, format_combined, iso_ns, parse_start_at, read_manifests
 
-DEFAULT_LEAD_S = 8.0  # the common start is this far ahead when no --start-at is given (start-up, load, warm-up)
+DEFAULT_LEAD_S = 10.0  # the common start is this far ahead when no --start-at is given (start-up, load, warm-up)
 PROGRESS_EVERY_S = 5.0  # a combined progress line this often when stderr is not a terminal
 # flags of the parent's command line that the shards get from it instead
 _DROP_WITH_VALUE = ("--shards", "--start-at", "--shard")
