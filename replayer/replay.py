@@ -142,7 +142,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
 
     if o.dry_run:
         if sh is not None:
-            echo(f"shard {sh}: every {sh.count}th request of the selection's {sel.table.num_rows}, from #{sh.index}")
+            echo(f"shard {sh}: the requests whose index mod {sh.count} is {sh.index}, of the selection's {sel.table.num_rows}")
         echo(f"dry run: {sched['requests']} requests over {sched['span_s']} s at speed {o.speed:g} "
              f"(mean {sched['mean_rate_per_s']}/s, peak {sched['peak_per_s']} in one second, "
              f"min gap {sched['min_gap_ms']} ms)")
