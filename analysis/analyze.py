@@ -147,8 +147,9 @@ def render(res: dict[str, Any]) -> str:
     if res.get("prefix"):
         rows = [["ALL" if p["total"] else (p["client_id"] or "-"), p["requests"], p["shared"], fmt.pct(p["shared_share"]), p["distinct_prefixes"]] for p in res["prefix"]]
         out += ["", fmt.table(["client", "requests", "shared prefix", "share", "distinct prefixes"], rows, "Prefix sharing (requests whose prefix another request also has)")]
-    if any(g["sketched"] for g in groups):
-        out.append(sketch.note(res["percentiles"]["method"] == "exact"))
+    exact = res.get("percentiles", {}).get("method") == "exact"
+    if exact or any(g["sketched"] for g in groups):
+        out.append(sketch.note(exact))
     if res.get("recorders"):
         out += ["", recorders.render(res["recorders"])]
     for note in res.get("notes", []):

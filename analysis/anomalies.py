@@ -246,8 +246,9 @@ def render(res: dict[str, Any]) -> str:
             if a.get("engine"):
                 e = a["engine"]
                 out.append(f"engine in this slot: running {fmt.cell(e['running'])} (overall {fmt.cell(e['running_overall'])}), waiting {fmt.cell(e['waiting'])} (overall {fmt.cell(e['waiting_overall'])})")
-    if res.get("percentiles", {}).get("sketched"):
-        out.append(sketch.note(res["percentiles"]["method"] == "exact").replace("latency percentiles", "cell TP99s"))
+    pc = res.get("percentiles", {})
+    if pc.get("sketched") or pc.get("method") == "exact":
+        out.append(sketch.note(pc["method"] == "exact", "cell TP99s", "cells"))
     e = res.get("engine")
     if e:
         out += ["", f"engine correlation over {e['windows']:,} windows of {format_duration(p['corr_window_s'])}: "

@@ -39,11 +39,11 @@ def describe(exact: bool = False) -> dict[str, object]:
     return {"method": "sketch", "relative_error": ALPHA, "exact_up_to": EXACT_MAX}
 
 
-def note(exact: bool = False) -> str:
+def note(exact: bool = False, figures: str = "latency percentiles", groups: str = "groups") -> str:
     """The line printed with the figures."""
     if exact:
-        return "latency percentiles exact (--exact)"
-    return (f"latency percentiles within \u00b1{100 * ALPHA:g} % (sketch) for groups over {EXACT_MAX:,} values, "
+        return f"{figures} exact (--exact)"
+    return (f"{figures} within \u00b1{100 * ALPHA:g} % (sketch) for {groups} over {EXACT_MAX:,} values, "
             f"exact below; --exact for exact figures everywhere")
 
 
