@@ -140,8 +140,11 @@ def to_spark(tree: exp.Expression, schema: Callable[[], dict[str, dict[str, str]
         # columns (only the stars: everything else is left as written).
         tree = qualify(tree, dialect="duckdb", schema=schema(), expand_stars=True, quote_identifiers=False,
                        validate_qualify_columns=False, qualify_columns=True, isolate_tables=False, identify=False)
-    for cls, fn in REWRITES.items():
-        tree = tree.transform(lambda n, cls=cls, fn=fn: fn(n) if type(n) is cls else n)
+    for node in reversed(list(tree.walk(bfs=False))):  # each node after everything under it
+        fn = REWRITES.get(type(node))
+        new = fn(node) if fn else node
+        if new is not node:
+            tree = new if node is tree else (node.replace(new) and tree)
     return tree.sql(dialect="spark")
 
 
@@ -221,10 +224,16 @@ class SparkEngine:
         return out
 
     def _run(self, stmt: str, params: dict[str, Any]):
-        """Runs one DuckDB statement; a query's DataFrame, else None."""
+        """Runs the DuckDB statement(s) of `stmt`; the last one's DataFrame if it is a query, else None."""
+        df = None
+        for tree in sqlglot.parse(stmt, read="duckdb"):
+            if tree is not None and not isinstance(tree, exp.Semicolon):
+                df = self._run_tree(bind(tree, params))
+        return df
+
+    def _run_tree(self, tree: exp.Expression):
         from pyspark.errors import PySparkException
 
-        tree = bind(sqlglot.parse_one(stmt, read="duckdb"), params)
         try:
             if isinstance(tree, exp.Create) and tree.kind in ("TABLE", "VIEW"):
                 name = tree.this.name if isinstance(tree.this, exp.Table) else tree.this.this.name
@@ -340,6 +349,8 @@ def rows_of(df) -> list[dict[str, Any]]:
 
 def open_dataset(paths: list[str], table: str | None = None, warmup_s: float = 0.0, master: str | None = None):
     """find + register views + lat on Spark. Returns (engine, sources, table analyzed)."""
+    if any(str(p).startswith("s3://") for p in paths):
+        raise ConfigError("--engine spark reads datasets on a local or shared filesystem; s3:// is read by the DuckDB engine only for now")
     src = find_sources(paths)
     eng = SparkEngine(spark_session(master))
     eng.register_views(src)
