@@ -77,6 +77,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     ap.add_argument("--memory-limit", help="DuckDB memory limit passed to the commands")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--save-json", type=Path, help="write each command's last --json output to DIR/<rows>-<command>.json")
     args = ap.parse_args()
     root = args.data / f"rows-{args.rows}"
     if not (root / ".complete").exists():
@@ -109,6 +110,9 @@ def main() -> int:
             secs.append(s)
             cpus.append(c)
             mems.append(m)
+        if args.save_json:
+            args.save_json.mkdir(parents=True, exist_ok=True)
+            (args.save_json / f"{args.rows}-{name.replace(' ', '_').replace('(', '').replace(')', '')}.json").write_text(out)
         if name.startswith("analyze anomalies"):
             import json
 
