@@ -84,15 +84,20 @@ def fill_bodies(table: pa.Table, bodies: list[str | None], sp: ShapePrompts | No
     col = {k: table.column(k).to_pylist() for k in ("request_id", "hash_ids", "hash_block_chars", "prompt_tokens", "kind", "model", "stream")}
     idx, blocks, targets = [], [], []
     special = sp.tokenizer.n_special
+    chat_extra: int | None = None  # template tokens around one user message, beyond the specials
     for i, body in enumerate(bodies):
         if not is_shape_row(body, col["hash_ids"][i], col["hash_block_chars"][i]) or col["prompt_tokens"][i] is None:
             continue
         if col["kind"][i] not in (llmapi.CHAT.kind, llmapi.COMPLETION.kind):
             continue  # other APIs' shape rows are not synthesized (sent without a body)
         content = _content_tokens(col["prompt_tokens"][i], special) or 0
+        if col["kind"][i] == llmapi.CHAT.kind and hasattr(sp.tokenizer, "chat_overhead"):
+            if chat_extra is None:
+                chat_extra = max(0, sp.tokenizer.chat_overhead() - special)
+            content = max(0, content - chat_extra)
         idx.append(i)
         blocks.append(row_blocks(("shape", col["request_id"][i]), content, sp.block_tokens, col["hash_ids"][i], HASH_KEY))
-        targets.append(max(int(col["prompt_tokens"][i]), special))
+        targets.append(content + special)
     if not idx:
         return bodies
     texts = Synthesizer(sp.tokenizer).prompts(blocks, targets)

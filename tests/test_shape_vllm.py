@@ -79,11 +79,17 @@ def test_shape_recording_replays_token_counts_and_prefix_sharing(tmp_path, vllm_
             clients = {k: httpx.Client(base_url=p.url, timeout=120, trust_env=False) for k, p in proxies.items()}
             for q in range(len(QUESTIONS)):
                 for g, prefix in enumerate(PREFIXES):
-                    body = {"model": MODEL_NAME, "prompt": prefix + QUESTIONS[(q + g) % len(QUESTIONS)],
-                            "max_tokens": 6 + g, "min_tokens": 6 + g, "ignore_eos": True, "stream": True,
-                            "stream_options": {"include_usage": True}}
+                    question = QUESTIONS[(q + g) % len(QUESTIONS)]
+                    chat = q % 2 == 1  # half of them chat: system prompt + user message
+                    body = {"model": MODEL_NAME, "max_tokens": 6 + g, "min_tokens": 6 + g, "ignore_eos": True,
+                            "stream": True, "stream_options": {"include_usage": True}}
+                    if chat:
+                        body["messages"] = [{"role": "system", "content": prefix}, {"role": "user", "content": question}]
+                    else:
+                        body["prompt"] = prefix + question
+                    route = "/v1/chat/completions" if chat else "/v1/completions"
                     for k, c in clients.items():
-                        r = stream_request(c, "/v1/completions", body, {"x-test-id": f"{g}-{q}", "x-user": "eleanor.wb@example.org"})
+                        r = stream_request(c, route, body, {"x-test-id": f"{g}-{q}", "x-user": "eleanor.wb@example.org"})
                         assert r["status"] == 200
                         replies.append(r["text"])
             for c in clients.values():
@@ -120,7 +126,7 @@ def test_shape_recording_replays_token_counts_and_prefix_sharing(tmp_path, vllm_
             before = prefix_hits(engine.url)
             out = tmp_path / f"replay-{k}"
             res = replay(ReplayOptions(recording=str(d), target=engine.url, out=str(out), no_metrics=True,
-                                       timeout_s=120, progress=False, tokenizer=str(model),
+                                       timeout_s=120, progress=False, tokenizer=engine.url,  # its /tokenize
                                        allow_recorded_host=True),  # the recorded upstream is this shadow
                          echo=lambda s: None)
             assert res.summary["errors"] == 0 and res.summary["sent"] == 12

@@ -94,6 +94,18 @@ class HttpTokenizer:
     def count(self, texts: Sequence[str]) -> list[int]:
         return [self._post(t, special=False)["count"] + self.n_special for t in texts]
 
+    def chat_overhead(self) -> int:
+        """Tokens the server's chat template adds around one user message (its count for a
+        message with empty content, special tokens included)."""
+        body = {"model": self.model, "messages": [{"role": "user", "content": ""}], "add_generation_prompt": True}
+        try:
+            r = self._client.post(self._base + "/tokenize", content=json.dumps(body), headers={"content-type": "application/json"})
+        except Exception as e:
+            raise TargetError(f"--tokenizer {self._base}: /tokenize unreachable ({e})") from None
+        if r.status_code != 200:
+            raise TargetError(f"--tokenizer {self._base}: /tokenize of a chat answered {r.status_code}: {r.text[:200]}")
+        return int(r.json()["count"])
+
     def close(self) -> None:
         self._client.close()
 
