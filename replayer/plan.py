@@ -10,7 +10,7 @@ import pyarrow as pa
 from .body import BodyOptions, build_body, build_headers, request_bytes
 from .grpc_replay import GrpcCall, build_call
 from .routes import Route, Target
-from .shape import fill_bodies
+from .shape import fill_bodies, shape_mask
 
 
 @dataclass
@@ -52,6 +52,7 @@ def build_plan(table: pa.Table, offsets_ns: list[int], target: Target, routes: l
     tidx = [0 if r is None else int(r) + 1 for r in route_index]
     kinds = _col(table, "kind")
     protocols = _col(table, "protocol")
+    shape_rows = shape_mask(table)
     bodies = fill_bodies(table, _col(table, "request_body"), opts.shape)
     streams = _col(table, "stream")
     ctoks = _col(table, "completion_tokens")
@@ -75,6 +76,8 @@ def build_plan(table: pa.Table, offsets_ns: list[int], target: Target, routes: l
             m = models_rec[i]
             models[i] = opts.model_map.get(m, m) if m else m
             continue
+        if shape_rows[i] and bodies[i] is None:
+            skip[i] = "not replayable: shape row without prompt_tokens, or of an API whose prompts are not synthesized"
         body, model = build_body(bodies[i], kind=kinds[i], stream=streams[i], completion_tokens=ctoks[i], opts=opts)
         rec_model = models_rec[i]
         models[i] = model or (opts.model_map.get(rec_model, rec_model) if rec_model else None)

@@ -36,6 +36,15 @@ def is_shape_row(body: str | None, hash_ids: Sequence[int] | None, block_chars: 
     return body is None and bool(hash_ids) and bool(block_chars)
 
 
+def shape_mask(table: pa.Table) -> list[bool]:
+    """Per row: is it a shape row (before fill_bodies)."""
+    if "hash_block_chars" not in table.column_names:
+        return [False] * table.num_rows
+    return [is_shape_row(b, h, c) for b, h, c in zip(table.column("request_body").to_pylist(),
+                                                     table.column("hash_ids").to_pylist(),
+                                                     table.column("hash_block_chars").to_pylist())]
+
+
 def _content_tokens(prompt_tokens: int | None, n_special: int) -> int | None:
     return None if prompt_tokens is None else max(0, int(prompt_tokens) - n_special)
 
@@ -65,10 +74,7 @@ def open_prompts(table: pa.Table, tok: Tokenizer | None) -> ShapePrompts | None:
     """The ShapePrompts for a selection, None when it has no shape rows; a selection with shape
     rows and no tokenizer is an error (the prompts' token counts depend on the shadow's tokenizer)."""
     if tok is None:
-        if "hash_block_chars" in table.column_names and any(
-                is_shape_row(b, h, c) for b, h, c in zip(table.column("request_body").to_pylist(),
-                                                         table.column("hash_ids").to_pylist(),
-                                                         table.column("hash_block_chars").to_pylist())):
+        if any(shape_mask(table)):
             raise ConfigError("the recording has shape rows (record --keep shape, no text): pass --tokenizer DIR "
                               "(the shadow model's tokenizer.json folder) to synthesize their prompts")
         return None

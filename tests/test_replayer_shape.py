@@ -121,3 +121,22 @@ def test_replay_cli_without_tokenizer_is_one_line(tmp_path, tok_dir, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "--tokenizer" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_plan_sends_synthesized_bodies_and_skips_rows_without_counts(tok_dir):
+    from shadowreplay.replayer.body import BodyOptions
+    from shadowreplay.replayer.plan import build_plan
+    from shadowreplay.replayer.routes import parse_target
+
+    tk = LocalTokenizer(tok_dir)
+    table = recorded_rows(tk, [SYSTEM + SUFFIXES[0], SYSTEM + SUFFIXES[1]])
+    pts = table.column("prompt_tokens").to_pylist()
+    table = table.set_column(table.schema.get_field_index("prompt_tokens"), "prompt_tokens",
+                             pa.array([pts[0], None], pa.int32()))
+    table = table.append_column("route_index", pa.nulls(2, pa.int32()))  # as schedule.select adds it
+    opts = BodyOptions({}, shape=shape_prompts(table, str(tok_dir)))
+    plan = build_plan(table, [0, 1], parse_target("http://127.0.0.1:9"), [], opts, [])
+    assert plan.skip[0] is None and plan.skip[1].startswith("not replayable: shape row")
+    body = json.loads(plan.http[0].split(b"\r\n\r\n", 1)[1])
+    assert tk.count([body["prompt"]])[0] == pts[0]
+    assert body["max_tokens"] == body["min_tokens"] == 5 and body["ignore_eos"] is True  # output pinned
