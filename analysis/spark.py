@@ -71,8 +71,12 @@ def _quantile(node: exp.PercentileCont) -> exp.Expression:
 def _ordered_list(node: exp.Expression) -> exp.Expression:
     """list(x ORDER BY k [DESC]) [FILTER (WHERE c)]: Spark's collect_list keeps no order (and drops
     NULLs): collect (k, x) pairs, sort them, keep x; NULL where DuckDB's list would have no rows."""
+    if isinstance(node, exp.ArrayAgg) and isinstance(node.parent, exp.Filter):
+        return node  # rewritten with its FILTER, as the Filter node
     filt = node if isinstance(node, exp.Filter) else None
     agg = filt.this if filt else node
+    if not isinstance(agg, exp.ArrayAgg):
+        return node
     order = agg.this
     if not isinstance(order, exp.Order):
         return node
