@@ -218,6 +218,7 @@ class SparkEngine:
         self.spark = spark
         self.params: dict[str, Any] = {}
         self.cached: list[Any] = []
+        self.materialized = False
 
     # SQL ------------------------------------------------------------------------------------
     def _schema(self) -> dict[str, dict[str, str]]:
@@ -275,10 +276,11 @@ class SparkEngine:
         return plain(rows[0][0]) if rows else None
 
     def materialize(self, columns: list[str] | None = None) -> int:
-        if "lat_mat" in {t.name for t in self.spark.catalog.listTables() if t.isTemporary}:
+        if self.materialized:  # done already (this engine's, not an earlier command's in the same session)
             return self.scalar("SELECT count(*) FROM lat_mat")
+        self.materialized = True
         cols = ", ".join(columns) if columns else "* EXCLUDE (itl_ms)"
-        self._run(f"CREATE TEMP TABLE lat_mat AS SELECT {cols} FROM lat", {})
+        self._run(f"CREATE OR REPLACE TEMP TABLE lat_mat AS SELECT {cols} FROM lat", {})
         self._run("CREATE OR REPLACE TEMP VIEW lat AS SELECT * FROM lat_mat", {})
         return self.scalar("SELECT count(*) FROM lat_mat")
 
@@ -296,6 +298,8 @@ class SparkEngine:
         from pyspark.sql import functions as F
 
         made = []
+        for name in (*TABLES, "replayed"):  # an earlier command's, in a shared session
+            self.spark.catalog.dropTempView(name)
         try:
             for table in TABLES:
                 if not src.has(table):
