@@ -54,11 +54,9 @@ summary AS (
         max(ttft_max), max(e2e_max), max(tpot_max), sum(tokens), sum(good)
     FROM g
 ),
-cols AS (
-    SELECT * FROM (VALUES ('ttft'), ('e2e'), ('tpot'), ('prompt'), ('completion')) c(col)
-),
 -- One row per (request, column) with its histogram key: the exact value for token counts and
--- small groups, else the sketch representative sv.
+-- small groups, else the sketch representative sv. One UNION ALL branch per column: each streams
+-- (a cross join with a list of columns would buffer every request).
 vals AS (
     SELECT group_key, col, v, exact,
         CASE WHEN v = 0 THEN 0.0
@@ -66,14 +64,19 @@ vals AS (
                 / (getvariable('sketch_gamma') + 1)
         END AS sv
     FROM (
-        SELECT l.group_key, c.col,
-            CASE c.col WHEN 'ttft' THEN l.ttft_ms WHEN 'e2e' THEN l.e2e_ms WHEN 'tpot' THEN l.tpot_ms
-                WHEN 'prompt' THEN l.prompt_len ELSE CAST(l.completion_tokens AS DOUBLE) END AS v,
-            CASE c.col WHEN 'ttft' THEN g.with_ttft <= getvariable('exact_max') WHEN 'e2e' THEN g.with_e2e <= getvariable('exact_max')
-                WHEN 'tpot' THEN g.with_tpot <= getvariable('exact_max') ELSE true END AS exact
-        FROM lat l JOIN g ON g.group_key = l.group_key CROSS JOIN cols c
+        SELECT l.group_key, 'ttft' AS col, l.ttft_ms AS v, g.with_ttft <= getvariable('exact_max') AS exact
+        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.ttft_ms IS NOT NULL
+        UNION ALL
+        SELECT l.group_key, 'e2e', l.e2e_ms, g.with_e2e <= getvariable('exact_max')
+        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.e2e_ms IS NOT NULL
+        UNION ALL
+        SELECT l.group_key, 'tpot', l.tpot_ms, g.with_tpot <= getvariable('exact_max')
+        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.tpot_ms IS NOT NULL
+        UNION ALL
+        SELECT group_key, 'prompt', prompt_len, true FROM lat WHERE prompt_len IS NOT NULL
+        UNION ALL
+        SELECT group_key, 'completion', CAST(completion_tokens AS DOUBLE), true FROM lat WHERE completion_tokens IS NOT NULL
     ) x
-    WHERE v IS NOT NULL
 ),
 group_hist AS (
     SELECT col, group_key, CASE WHEN exact THEN v ELSE sv END AS v, sv, count(*) AS c
