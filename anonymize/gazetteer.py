@@ -3,6 +3,7 @@ the English word list the name detector tells names from words with (anonymize/d
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib
 import pkgutil
@@ -118,11 +119,13 @@ def _zh_common() -> dict[str, float]:
 ZH_ZIPF: dict[str, float] = _zh_common()
 
 
-def _zh_given_scores() -> dict[str, float]:
+@functools.cache
+def zh_given_scores() -> dict[str, float]:
     """How much more often each character stands in a Chinese given name than in text: the log
     ratio of its share of the characters of given names (ngender's counts over a large name list)
     to its share of the characters of Chinese text (wordfreq's word frequencies). 鹏 6.1, 芳 6.2,
-    泽 2.6; 部 -4.4, 质 -2.7 (a word, not a name, ends there)."""
+    泽 2.6; 部 -4.4, 质 -2.7 (a word, not a name, ends there). Built on first use (half a second),
+    so a process that never sees Chinese text never pays for it."""
     import csv
     import importlib.resources
     import math
@@ -141,8 +144,6 @@ def _zh_given_scores() -> dict[str, float]:
     return {c: round(math.log((names.get(c, 0) + 1) / n_names) - math.log((text.get(c, 0.0) + 1e-7) / n_text), 2)
             for c in names.keys() | text.keys() if "\u4e00" <= c <= "\u9fff"}
 
-
-ZH_GIVEN_SCORE: dict[str, float] = _zh_given_scores()
 
 # Chinese place names (Faker's zh_CN cities, provinces without their 省/市, districts,
 # countries): jieba tags some of them as person names (莫斯科, 伊拉克, 钟山).

@@ -25,7 +25,7 @@ from itertools import accumulate
 
 from .gazetteer import (
     CN_SURNAMES_1, CN_SURNAMES_2, COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST,
-    CN_SUB_SURNAMES, NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_GIVEN_SCORE, ZH_PLACES, ZH_ZIPF,
+    CN_SUB_SURNAMES, NAME_LAST_LOWER, NOT_PERSON_WORDS, TITLES, ZH_PLACES, ZH_ZIPF, zh_given_scores,
 )
 from .spans import PERSON, Span
 
@@ -539,7 +539,7 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
 _CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
 # tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
 _CN_NOT_NAME_TAGS = frozenset("ns nt nz m q a ad an v vn d f s".split())
-_CN_GIVEN_MIN = 2.0  # summed ZH_GIVEN_SCORE of the given characters a name needs without context
+_CN_GIVEN_MIN = 2.0  # summed zh_given_scores() of the given characters a name needs without context
 _CN_FAMOUS = 3.0  # ...and one that is also a frequent word (周恩来, 江泽民)
 _CN_TAGGED_MIN = -4.0  # no given character of a name jieba tags may score below this (部 -4.4)
 # characters of transliterated names (克林顿, 内塔尼亚胡); one made only of these that jieba tags
@@ -553,13 +553,15 @@ _CN_TRANSLIT_PLACE_ENDS = frozenset("斯尔特达拉亚加")  # 巴格达, 赫�
 
 
 def _given_score(given: str) -> float:
-    return sum(ZH_GIVEN_SCORE.get(c, -5.0) for c in given)
+    scores = zh_given_scores()
+    return sum(scores.get(c, -5.0) for c in given)
 
 
 def _given_plausible(given: str) -> bool:
     """Could these characters after a surname be a given name? Not where one of them ends words
     far more often than it stands in names (宣/传部, 党/支部)."""
-    return min((ZH_GIVEN_SCORE.get(c, -5.0) for c in given), default=0.0) >= _CN_TAGGED_MIN
+    scores = zh_given_scores()
+    return min((scores.get(c, -5.0) for c in given), default=0.0) >= _CN_TAGGED_MIN
 
 
 _CN_LEAD = frozenset(CN_SUB_SURNAMES) | frozenset(s[0] for s in CN_SURNAMES_2) | frozenset("老小")

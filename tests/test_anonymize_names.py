@@ -186,7 +186,7 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("李强今天会见了来访的客人", ["李强"]),
         ("新疆代表阿卜杜拉·买买提发言", ["阿卜杜拉", "买买提"]),
         ("我叫刘洋。刘洋今年三十岁", ["刘洋"]),
-        # without a tag, cue or title: a surname and given-name characters (ZH_GIVEN_SCORE)
+        # without a tag, cue or title: a surname and given-name characters (zh_given_scores)
         ("会上杨淑兰发言", ["杨淑兰"]),
         ("会上宋婷婷和蒋建军发言", ["宋婷婷", "蒋建军"]),
         ("老张和小王都来了", ["老张", "小王"]),
@@ -278,6 +278,7 @@ def test_mentions_next_to_json_escapes_match_the_decoded_strings(scrubber):
 
 
 def test_given_name_scores_tell_name_characters_from_word_endings():
-    from shadowreplay.anonymize.gazetteer import ZH_GIVEN_SCORE
+    from shadowreplay.anonymize.gazetteer import zh_given_scores
 
-    assert min(ZH_GIVEN_SCORE[c] for c in "鹏芳娜伟") > 3 > max(ZH_GIVEN_SCORE[c] for c in "部质卡信")
+    score = zh_given_scores()
+    assert min(score[c] for c in "鹏芳娜伟") > 3 > max(score[c] for c in "部质卡信")
