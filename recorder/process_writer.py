@@ -1,5 +1,7 @@
-"""The proxy side of the writer process: a bounded queue and a feeder thread that pickles
-batches of raw exchanges down a pipe to `python -m recorder.writer_proc`.
+"""The proxy side of the writer process (`shadowreplay_writer=process`): a bounded queue and a
+feeder thread that pickles batches of raw exchanges down a pipe to the child
+`python -m shadowreplay.recorder.writer_child` (started, framed and shut down by
+shadowreplay.childwriter).
 
 Scrubbing (~1 ms of CPU per chat row) and Parquet encoding then run in another process with its
 own GIL, so they no longer stall mitmproxy's event loop; what stays here is `submit` (a
@@ -14,20 +16,17 @@ false` with the exit code, and a new child is started (backing off up to 30 s).
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import select
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
 
+from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
 from shadowreplay.errors import ShadowReplayError
 
 from .exchange import RowOptions
 from .writer import BoundedIntake, WriterConfig, read_status, write_status
-from .writer_proc import CARRIED, encode
+from .writer_child import CARRIED, CODEC, NAME
 
 log = logging.getLogger("shadowreplay.recorder")
 
@@ -35,6 +34,7 @@ BATCH_MAX = 64  # exchanges per pipe message (pickling a batch holds the GIL: ke
 POLL_S = 1.0  # how often an idle feeder checks the child and reports drops
 RESTART_MAX_S = 30.0
 READY_TIMEOUT_S = 60.0
+CHILD_ARGV = ("-m", "shadowreplay.recorder.writer_child")
 _STOP = object()
 
 
@@ -47,7 +47,7 @@ class ProcessWriter(BoundedIntake):
         self.key_file = key_file
         self.options = options
         self._feeder: threading.Thread | None = None
-        self._proc: subprocess.Popen | None = None
+        self._child: ChildProcess | None = None
         self.started_at = time.time()
         self.dropped_writer_died = 0
         self.dropped_unpicklable = 0
@@ -60,7 +60,7 @@ class ProcessWriter(BoundedIntake):
     def start(self) -> "ProcessWriter":
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
         if not self._spawn():
-            self._child_died(self._proc.returncode if self._proc else None)
+            self._child_died(self._child.returncode if self._child else None)
             self._write_status(alive=False)
         self._feeder = threading.Thread(target=self._run, name="shadowreplay-feeder", daemon=True)
         self._feeder.start()
@@ -80,20 +80,20 @@ class ProcessWriter(BoundedIntake):
         self._closing = True
         self._q.put(_STOP)
         t.join(timeout)
-        proc = self._proc
-        if proc is None:
+        child = self._child
+        if child is None:
             return
-        try:
-            proc.wait(max(1.0, timeout))
-        except subprocess.TimeoutExpired:
+        code = child.finish(max(1.0, timeout))  # normally a no-op: the feeder closed its input
+        if code is None:
             log.error(
                 "recorder: the writer process (pid %d) is still writing after %.0f s; it finishes on its own",
-                proc.pid,
+                child.pid,
                 timeout,
             )
             return
-        if proc.returncode != 0:
-            self._child_died(proc.returncode)
+        child.close()
+        if code != 0:
+            self._child_died(code)
             self._write_status(alive=False)
 
     def counters(self) -> dict[str, Any]:
@@ -132,40 +132,35 @@ class ProcessWriter(BoundedIntake):
     def _spawn(self) -> bool:
         """Starts a child and waits (bounded) until it is ready, so that its start-up (imports,
         ~1 s of CPU) is over before traffic is measured; False when it did not come up."""
-        cmd = [sys.executable, "-m", "shadowreplay.recorder.writer_proc"]
-        self._proc = proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        self._child = child = ChildProcess(f"the {NAME}", CHILD_ARGV, CODEC)
         self._sent = 0
-        sent = self._send(
-            (
-                "config",
-                {
-                    "out_dir": str(self.config.out_dir),
-                    "instance": self.config.instance,
-                    "rotate_seconds": self.config.rotate_seconds,
-                    "rotate_bytes": self.config.rotate_bytes,
-                    "header_count_cap": self.config.header_count_cap,
-                    "header_bytes_cap": self.config.header_bytes_cap,
-                    "key_file": self.key_file,
-                    "row_options": self.options,
-                    "carried": dict(self._carried),
-                    "proxy": self._proxy_counters(),
-                    "started_at": self.started_at,
-                },
-            )
-        )
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout.fileno()], [], [], READY_TIMEOUT_S) if sent else ([], [], [])
-        if ready and os.read(proc.stdout.fileno(), 1) == b"R":
+        config = {
+            "out_dir": str(self.config.out_dir),
+            "instance": self.config.instance,
+            "rotate_seconds": self.config.rotate_seconds,
+            "rotate_bytes": self.config.rotate_bytes,
+            "header_count_cap": self.config.header_count_cap,
+            "header_bytes_cap": self.config.header_bytes_cap,
+            "key_file": self.key_file,
+            "row_options": self.options,
+            "carried": dict(self._carried),
+            "proxy": self._proxy_counters(),
+            "started_at": self.started_at,
+        }
+        try:
+            child.start(config, READY_TIMEOUT_S)
             return True
-        if proc.poll() is None:
-            log.error("recorder: the writer process did not start within %.0f s", READY_TIMEOUT_S)
-            proc.kill()
-        proc.wait()
-        return False
+        except ChildError as e:
+            self.last_error = str(e)
+            log.error("recorder: %s", e)
+            if child.proc is None:  # never started: nothing died, nothing to count
+                self._child = None
+            return False
 
     def _encode_batch(self, batch: list[Any]) -> bytes:
         """The batch message; an exchange that cannot be pickled (a bug in another addon's
         exchange type) is dropped and counted rather than taking the batch down with it."""
+        encode = CODEC.dumps
         try:
             return encode(("batch", self._proxy_counters(), batch))
         except Exception:
@@ -181,15 +176,10 @@ class ProcessWriter(BoundedIntake):
             return encode(("batch", self._proxy_counters(), ok))
 
     def _send(self, message: Any) -> bool:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        child = self._child
+        if child is None:
             return False
-        try:
-            proc.stdin.write(message if isinstance(message, bytes) else encode(message))
-            proc.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError, ValueError):
-            return False
+        return child.send_bytes(message if isinstance(message, bytes) else CODEC.dumps(message))
 
     def _child_status(self) -> dict[str, Any] | None:
         try:
@@ -210,37 +200,32 @@ class ProcessWriter(BoundedIntake):
         lost = max(0, self._sent - written)
         self.dropped_writer_died += lost
         self._sent = 0
-        self.last_error = f"writer process exited with code {code}"
+        self.last_error = f"writer process {describe_exit(code)}"
         log.error(
-            "recorder: the writer process exited (code %s); %d records lost with it, %d in total; traffic is not affected",
-            code,
+            "recorder: the writer process exited (it %s); %d records lost with it, %d in total; traffic is not affected",
+            describe_exit(code),
             lost,
             self.dropped_writer_died,
         )
-        self._proc = None
+        if self._child is not None:
+            self._child.close()
+        self._child = None
 
     def _check_child(self, backoff: list[float]) -> bool:
         """True when a child is running (restarting a dead one when its back-off has passed)."""
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
+        child = self._child
+        if child is not None and child.returncode is None:
             return True
-        if proc is not None:
-            proc.wait()
-            self._child_died(proc.returncode)
+        if child is not None:
+            self._child_died(child.wait(None))
             self._write_status(alive=False)
             backoff[1] = time.monotonic() + backoff[0]
         if time.monotonic() < backoff[1]:
             return False
         self.writer_restarts += 1  # before the spawn: the new child's status file reports it
-        try:
-            ok = self._spawn()
-        except OSError as e:
-            ok = False
-            self.last_error = f"cannot start the writer process: {e}"
-            log.error("recorder: %s", self.last_error)
-        if not ok:
-            if self._proc is not None:
-                self._child_died(self._proc.returncode)
+        if not self._spawn():
+            if self._child is not None:
+                self._child_died(self._child.wait(None))
                 self._write_status(alive=False)
             backoff[0] = min(RESTART_MAX_S, backoff[0] * 2)
             backoff[1] = time.monotonic() + backoff[0]
@@ -273,12 +258,8 @@ class ProcessWriter(BoundedIntake):
                     continue
             if item is _STOP:
                 self._send(("batch", self._proxy_counters(), []))
-                proc = self._proc
-                if proc is not None and proc.stdin is not None:
-                    try:
-                        proc.stdin.close()  # end of input: the child writes everything and exits
-                    except OSError:
-                        pass
+                if self._child is not None:
+                    self._child.close_input()  # end of input: the child writes everything and exits
                 return
             if not self._check_child(backoff):
                 # no child (backing off): keep the item, let the bounded queue absorb (and count)
@@ -307,12 +288,9 @@ class ProcessWriter(BoundedIntake):
             self._report_drops()
 
     def _flush_child(self, done: threading.Event) -> None:
-        proc = self._proc
-        if proc is not None and self._send(("flush", self._proxy_counters())) and proc.stdout is not None:
-            try:
-                proc.stdout.read(1)  # b"F" when written, b"" when the child died
-            except OSError:
-                pass
+        child = self._child
+        if child is not None and self._send(("flush", self._proxy_counters())):
+            child.recv()  # ("flushed",) when written, None when the child died
         done.set()
 
     def _write_status(self, alive: bool) -> None:

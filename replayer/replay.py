@@ -20,14 +20,14 @@ from . import client, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
 from .plan import build_plan
 from .shape import shape_prompts
-from .results_proc import write_manifest
+from .results import write_manifest
 from .routes import parse_route, parse_target
 from .rows import static_columns
 from .runner import Replayer, RunConfig
 from .grpc_replay import check_grpc_target
 from .safety import check_targets, recorded_endpoints
 from .shard import Shard, check_start_at, clock_state, iso_ns, parse_shard, parse_start_at
-from .sink import ResultSink
+from .results_writer import ResultsWriter
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +207,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
     if start_at is not None:
         manifest["clock"] = clock_state()
     write_manifest(out, manifest, manifest_name)
-    sink = ResultSink(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan),
-                      manifest_name=manifest_name, shard_tag=sh.tag if sh is not None else None)
+    sink = ResultsWriter(out, run_id, o.flush_interval_s, json.dumps(manifest, default=str), static_columns(plan),
+                         manifest_name=manifest_name, shard_tag=sh.tag if sh is not None else None)
     rep = Replayer(plan, RunConfig(max_in_flight=o.max_in_flight, timeout_s=o.timeout_s, pacing=o.pacing,
                                    spin_lead_ns=int(o.spin_lead_ms * 1e6),
                                    drain_s=o.drain_s, progress=o.progress,

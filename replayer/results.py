@@ -1,7 +1,9 @@
-"""Building and writing OUT/replay_results/ tables (via shadowreplay.dataset), and the run summary."""
+"""Building and writing OUT/replay_results/ tables (via shadowreplay.dataset), the run's manifest
+and its summary."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ import pyarrow as pa
 
 from shadowreplay.dataset import conform, write_table
 from shadowreplay.schema import REPLAY_RESULTS
+from shadowreplay.storage import Location, location, write_atomic
 
 
 def columns_table(columns: dict[str, list[Any]]) -> pa.Table:
@@ -20,6 +23,15 @@ def write_results(out: Path, columns: dict[str, list[Any]], run_id: str, shard_t
     """`shard_tag` (shard-K-of-N): into the file names and the files' metadata (`shadowreplay.shard`)."""
     meta = {"run_id": run_id} | ({"shard": shard_tag} if shard_tag else {})
     return write_table(out, REPLAY_RESULTS, columns_table(columns), extra_metadata=meta, name_tag=shard_tag)
+
+
+def write_manifest(out: Location, manifest: dict, name: str = "manifest.json") -> None:
+    """Writes OUT/NAME atomically (a sharded replay's is manifests/shard-K-of-N.json); OUT is a
+    folder or an s3:// prefix."""
+    final = location(out) / name
+    if isinstance(final, Path):
+        final.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(final, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
 
 
 def percentile(sorted_vals: list[float], q: float) -> float | None:

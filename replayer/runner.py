@@ -1,7 +1,7 @@
 """The replay itself: one asyncio loop, one sender coroutine that fires each request at
 `start + offset` (open loop; it never awaits a response), responses handled in protocol
 callbacks, per-request measurements kept in flat lists. Each request's row is handed to the
-result sink (sink.py) once, after the request is done: completion only queues its index; rows
+results writer (results_writer.py) once, after the request is done: completion only queues its index; rows
 are built and handed over on a 0.2 s tick, in the gaps of the schedule (never while a send is
 due or about to be), so a burst's sends never wait behind result handling."""
 

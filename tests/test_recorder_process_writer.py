@@ -17,7 +17,6 @@ import pytest
 from shadowreplay.recorder.exchange import HttpExchange, RowOptions
 from shadowreplay.recorder.process_writer import ProcessWriter
 from shadowreplay.recorder.writer import WriterConfig, read_status
-from shadowreplay.recorder.writer_proc import encode, read_message
 from shadowreplay.dataset import check_file, parquet_files
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, chat, read_requests, server, wait_for  # noqa: F401 (server: a fixture)
@@ -53,18 +52,6 @@ def exchange(i: int, text: str = "hello") -> HttpExchange:
 
 def count(out: Path) -> int:
     return duckdb.connect().execute(f"select count(*) from read_parquet('{out}/requests/**/*.parquet')").fetchone()[0]
-
-
-def test_framing_round_trips_and_a_cut_message_is_end_of_input(tmp_path):
-    ex = exchange(1)
-    data = encode(("batch", {"submitted": 1}, [ex])) + encode(("flush", {}))
-    p = tmp_path / "frames.bin"  # test data only (synthetic, no PII)
-    p.write_bytes(data + encode(("batch", {}, []))[:-3])
-    with open(p, "rb") as f:
-        kind, counters, batch = read_message(f)
-        assert kind == "batch" and counters == {"submitted": 1} and batch[0] == ex
-        assert read_message(f)[0] == "flush"
-        assert read_message(f) is None  # truncated: treated as the end
 
 
 def test_process_writer_scrubs_writes_and_reports(tmp_path, key_file):

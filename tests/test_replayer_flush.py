@@ -1,4 +1,4 @@
-"""Results written during the run (replayer/sink.py, replayer/results_proc.py): a replay killed
+"""Results written during the run (replayer/results_writer.py, replayer/results_child.py): a replay killed
 with SIGKILL keeps what was flushed; a normal run gives one row per request across several
 flush files; Ctrl-C on the terminal's process group still leaves complete results. All against
 the real local streaming server, with the CLI as a subprocess where a kill is involved."""
@@ -222,9 +222,9 @@ def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp
             flush_interval_s=0), echo=lambda s: None))
         t.start()
         while t.is_alive():
-            seen |= {k for k in set(children(me)) - before if "results_proc" in cmdline(k)}
+            seen |= {k for k in set(children(me)) - before if "results_child" in cmdline(k)}
             t.join(0.01)
-    assert seen == set()  # no writer process (replayer.results_proc) was started
+    assert seen == set()  # no writer process (replayer.results_child) was started
     files = parquet_files(out, "replay_results")
     assert len(files) == 1
     rows = rows_of(out)
@@ -233,19 +233,20 @@ def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp
     assert json.loads((out / "manifest.json").read_text())["rows_flushed"] == 30
 
 
-def test_the_writer_takes_row_batches_in_without_decoding_them(capsys):
+def test_the_writer_takes_row_batches_in_without_decoding_them():
     """Taking rows in must cost the writer next to nothing (the sender may be polling, and the
     scheduler then gives the writer whole ticks): batches are decoded when a file is written."""
-    from shadowreplay.replayer.results_proc import Child, encode, encode_rows
+    import marshal
 
-    child = Child()
-    child.feed(encode(("config", {"out": "/nonexistent", "run_id": "r", "flush_interval_s": 1.0, "manifest": "{}"})))
-    data = encode_rows([(0, 1, 2, 3, 200, None, [2], {"completion_tokens": 1}, 0)]) + encode_rows([])
-    child.feed(data[:7])  # frames split anywhere
-    child.feed(data[7:])
-    assert len(child.batches) == 2 and child.pending == [] and child.buf == bytearray()
-    assert child.config["run_id"] == "r"
-    assert capsys.readouterr().out == ""  # no write (and no "F") before the plan and the start are known
+    from shadowreplay.replayer.results_child import ResultsChild
+
+    child = ResultsChild({"out": "/nonexistent", "run_id": "r", "flush_interval_s": 1.0, "manifest": "{}", "plan": {}})
+    batch = marshal.dumps([(0, 1, 2, 3, 200, None, [2], {"completion_tokens": 1}, 0)])
+    child.take(marshal.loads(marshal.dumps(("rows", batch))))  # as it comes down the pipe
+    child.take(("rows", marshal.dumps([])))
+    assert child.batches == [batch, marshal.dumps([])] and child.pending == []
+    child.flush()  # no write before the start instant is known
+    assert child.batches and child.rows_written == 0
 
 
 @pytest.mark.parametrize("max_in_flight", [None, 1000])  # the callback sender, the task sender
@@ -254,7 +255,7 @@ def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeyp
     process says it is writing a file, to the instant itself (the writer gets the gaps)."""
     import time
 
-    from shadowreplay.replayer import pacer, sink
+    from shadowreplay.replayer import pacer, results_writer
 
     offsets = [0.1 * i for i in range(6)]  # gaps far above any stall, so every wake-up is a timer
     write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2) for i, t in enumerate(offsets)])
@@ -274,7 +275,7 @@ def test_sender_sleeps_to_each_instant_while_the_writer_writes(tmp_path, monkeyp
                echo=lambda s: None)
         polling = lead_before_send(tmp_path / "polling")
         armed.clear()
-        monkeypatch.setattr(sink.ResultSink, "flushing", property(lambda self: True, lambda self, v: None), raising=False)
+        monkeypatch.setattr(results_writer.ResultsWriter, "flushing", property(lambda self: True, lambda self, v: None), raising=False)
         replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "writing"),
                              no_metrics=True, progress=False, spin_lead_ms=20, max_in_flight=max_in_flight),
                echo=lambda s: None)
