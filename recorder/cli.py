@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 from shadowreplay import fleet
-from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.storage import is_remote, location
 
-from .shape import KEEP_MODES
+from . import options
 
 
 def addon_path() -> Path:
@@ -33,65 +32,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "record",
         help="record gateway traffic (scrubbed) to Parquet through a reverse proxy",
         description="Runs mitmdump in reverse-proxy mode in front of --upstream with the recorder addon. "
-        "Clients talk to --listen-host:--listen-port; every exchange becomes one row in OUT/requests/.",
+        "Clients talk to --listen-host:--listen-port; every exchange becomes one row in OUT/requests/. "
+        "Each recorder flag is the mitmproxy option shadowreplay_<name> (docs/recorder.md).",
     )
     p.add_argument("--upstream", help="the server to forward to, e.g. http://127.0.0.1:8000")
-    p.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--listen-port", type=int, default=8080, help="port to listen on (default 8080)")
-    p.add_argument("--out", help="dataset folder or s3://bucket/prefix to write (OUT/requests/date=/hour=/*.parquet)")
-    p.add_argument("--instance", help="this recorder's id in a fleet writing one --out: in its file names and "
-                   "OUT/recorder_status/INSTANCE.json (default: host name, pid and a random suffix)")
-    p.add_argument("--key-file", help="scrub key file (else env SHADOWREPLAY_SCRUB_KEY); never inside --out")
-    p.add_argument("--metrics-url", help="upstream Prometheus /metrics URL to sample into OUT/engine_metrics/")
-    add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between /metrics samples (default 1s)")
-    p.add_argument("--keep", choices=list(KEEP_MODES), default="text",
-                   help="text: scrubbed bodies (default); shape: no text at all, only lengths, structure and "
-                        "prefix-block hashes (docs/anonymize.md)")
-    p.add_argument("--prefix-chars", type=int, default=1000, help="prefix_hash covers the first N prompt chars")
-    p.add_argument("--body-cap", type=int, default=1 << 20, help="bytes of body / chars of text kept per row")
-    add_duration_flag(p, "--rotate", default="60s", deprecated={"--rotate-seconds": "s"},
-                      help="start a new Parquet file after DURATION (default 60s)")
-    p.add_argument("--rotate-bytes", type=int, default=64 << 20, help="new Parquet file after this many bytes")
-    p.add_argument("--queue-size", type=int, default=10_000, help="exchanges waiting for the writer before drops")
-    p.add_argument(
-        "--writer",
-        choices=["process", "thread"],
-        default=None,
-        help="where scrubbing and writing run: a child process or a thread in the proxy (default: the addon's)",
-    )
+    p.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default %(default)s)")
+    p.add_argument("--listen-port", type=int, default=8080, help="port to listen on (default %(default)s)")
+    options.add_flags(p)
     p.add_argument("--mitm-opt", action="append", default=[], metavar="NAME=VALUE", help="extra mitmproxy --set option")
     p.add_argument("--print-addon-path", action="store_true", help="print the addon script path for mitmdump -s, and exit")
     p.set_defaults(func=run)
 
 
-def _out(out: str) -> str:
-    """--out as the addon gets it: an s3:// URL as given, a local folder absolute."""
-    return out if is_remote(out) else str(Path(out).expanduser().resolve())
-
-
 def build_command(args: argparse.Namespace) -> list[str]:
-    sets = {
-        "shadowreplay_out": _out(args.out),
-        "shadowreplay_prefix_chars": args.prefix_chars,
-        "shadowreplay_keep": getattr(args, "keep", "text"),
-        "shadowreplay_body_cap": args.body_cap,
-        "shadowreplay_rotate_seconds": format_duration(args.rotate),
-        "shadowreplay_rotate_bytes": args.rotate_bytes,
-        "shadowreplay_queue_size": args.queue_size,
-        "flow_detail": 0,  # no per-flow console output (it would print request lines)
+    sets = [
+        *options.mitmdump_sets(args),
+        ("flow_detail", "0"),  # no per-flow console output (it would print request lines)
         # connect upstream per request: an unreachable upstream then yields a 502 and a row with the
         # error, instead of a silently closed client connection (mitmproxy's eager default)
-        "connection_strategy": "lazy",
-    }
-    if args.key_file:
-        sets["shadowreplay_key_file"] = str(Path(args.key_file).expanduser().resolve())
-    if getattr(args, "instance", None):
-        sets["shadowreplay_instance"] = args.instance
-    if getattr(args, "writer", None):
-        sets["shadowreplay_writer"] = args.writer
-    if args.metrics_url:
-        sets["shadowreplay_metrics_url"] = args.metrics_url
-        sets["shadowreplay_metrics_interval"] = format_duration(args.metrics_interval)
+        ("connection_strategy", "lazy"),
+    ]
     cmd = mitmdump_command() + [
         "--mode",
         f"reverse:{args.upstream}",
@@ -102,7 +62,7 @@ def build_command(args: argparse.Namespace) -> list[str]:
         "-s",
         str(addon_path()),
     ]
-    for k, v in sets.items():
+    for k, v in sets:
         cmd += ["--set", f"{k}={v}"]
     for extra in args.mitm_opt:
         cmd += ["--set", extra]
@@ -110,7 +70,6 @@ def build_command(args: argparse.Namespace) -> list[str]:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from shadowreplay.anonymize import load_key
     from shadowreplay.errors import ConfigError
 
     if not args.upstream:
@@ -119,30 +78,16 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--upstream {args.upstream!r} needs a scheme, e.g. http://{args.upstream}")
     if not args.out:
         raise ConfigError("--out is required (the dataset folder to write)")
-    if getattr(args, "instance", None):
+    if not 0 < args.listen_port < 65536:
+        raise ConfigError(f"--listen-port {args.listen_port}: must be 1-65535")
+    if args.instance:
         fleet.check_instance(args.instance)
+    out = location(options.as_given(args.out))
     if is_remote(args.out):
-        location(args.out).check_bucket()  # a missing bucket, refused credentials: one line now
-        load_key(args.key_file)
-        _check_sizes(args)
-        return
-    out = Path(args.out).expanduser().resolve()
-    if out.exists() and not out.is_dir():
+        out.check_bucket()  # a missing bucket, refused credentials: one line now
+    elif out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a folder")
-    if args.key_file:
-        kf = Path(args.key_file).expanduser().resolve()
-        if kf == out or out in kf.parents:
-            raise ConfigError(f"the key file {kf} is inside --out {out}; keep keys away from the data")
-    load_key(args.key_file)  # raises ConfigError with a clear message
-    _check_sizes(args)
-
-
-def _check_sizes(args: argparse.Namespace) -> None:
-    from shadowreplay.errors import ConfigError
-
-    for name in ("prefix_chars", "body_cap", "rotate_bytes", "queue_size", "listen_port"):
-        if getattr(args, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be > 0")
+    options.key_file_source(args.key_file, out, where="--out")  # the writer loads the key, once
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         args.instance = fleet.default_instance()
     _validate(args)
     cmd = build_command(args)
-    out = location(_out(args.out))
+    out = location(options.as_given(args.out))
     status = fleet.status_path(out, args.instance)
     print(
         f"shadowreplay record: http://{args.listen_host}:{args.listen_port} -> {args.upstream}; "

@@ -20,6 +20,7 @@ from shadowreplay import llmapi
 from shadowreplay.jsondepth import JSON_DEPTH_CAP, deeper_than
 from shadowreplay.schema import REQUESTS_SCHEMA
 
+from .options import default
 from .shape import BLOCK_CHARS, bare_path, header_names, request_columns
 from .sse import DecodedTooLarge, StreamDecoder, decode_body, gaps_ms
 
@@ -40,12 +41,12 @@ class RowOptions:
     """What the writer thread needs to turn an exchange into a row (snapshotted from mitmproxy's
     options, so the writer never reads ctx.options from its own thread)."""
 
-    prefix_chars: int = 1000  # N: prefix_hash covers the first N characters of the prompt
-    body_cap: int = 1 << 20  # bytes of request body / chars of response text kept per row
-    stream_cap: int = 16 << 20  # raw bytes of one streamed response kept for reassembly
+    prefix_chars: int = default("prefix_chars")  # N: prefix_hash covers the first N characters of the prompt
+    body_cap: int = default("body_cap")  # bytes of request body / chars of response text kept per row
+    stream_cap: int = default("stream_cap")  # raw bytes of one streamed response kept for reassembly
     json_depth_cap: int = JSON_DEPTH_CAP  # a body nested deeper is not parsed (scrubbed as text)
     source: str = "recorder"
-    keep: str = "text"  # "shape": no text at all, only lengths/structure/hashes (recorder/shape.py)
+    keep: str = default("keep")  # "shape": no text at all, only lengths/structure/hashes (recorder/shape.py)
     shape_block_chars: int = BLOCK_CHARS  # characters per hash_ids block in shape rows
 
     @property

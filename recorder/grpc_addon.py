@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from mitmproxy import ctx, http
 
+from . import options
 from .grpc_exchange import GrpcExchange
 from .grpc_frames import GrpcFrameParser, is_grpc_content_type
 
@@ -58,14 +59,21 @@ class GrpcRecorder:
     def __init__(self, recorder: Submitter) -> None:
         self.recorder = recorder
         self._live: dict[str, _Capture] = {}
+        self._max_message: int = options.default("grpc_max_message")
+        self._running = False
 
     def load(self, loader) -> None:
-        loader.add_option(
-            "shadowreplay_grpc_max_message",
-            int,
-            4 * 1024 * 1024,
-            "gRPC messages longer than this many bytes are counted and timed, not kept.",
-        )
+        options.add_mitmproxy_options(loader, options.GRPC)
+
+    def running(self) -> None:
+        self._running = True
+
+    def configure(self, updated: set[str]) -> None:
+        if any(k.startswith(options.PREFIX) for k in updated):
+            try:
+                self._max_message = options.read_values(ctx.options, options.GRPC)["grpc_max_message"]
+            except Exception as e:
+                options.refuse(e, self._running, log)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         req = flow.request
@@ -83,7 +91,7 @@ class GrpcRecorder:
             path=req.path,
             request_headers=[(k, v) for k, v in req.headers.items(multi=True)],
         )
-        cap = _Capture(ex, ctx.options.shadowreplay_grpc_max_message)
+        cap = _Capture(ex, self._max_message)
         self._live[flow.id] = cap
         req.stream = cap.on_request
 

@@ -28,6 +28,7 @@ from shadowreplay.schema import REQUESTS
 from shadowreplay.storage import Location
 
 from .exchange import Exchange, RowOptions, fallback_row
+from .options import default
 
 if TYPE_CHECKING:
     from shadowreplay.anonymize import Scrubber
@@ -42,8 +43,8 @@ _FLUSH = object()
 # Hostile-input caps on one message's headers (request or response), the defaults of the options
 # shadowreplay_header_count_cap / shadowreplay_header_bytes_cap. Size = name + value + 4 bytes a
 # header (": " and CRLF, as on the wire).
-HEADER_COUNT_CAP = 256
-HEADER_BYTES_CAP = 64 << 10
+HEADER_COUNT_CAP: int = default("header_count_cap")
+HEADER_BYTES_CAP: int = default("header_bytes_cap")
 # Over a cap only these are kept (first of each name, value cut), so the row can still decode the
 # body and derive client_id; every other header is dropped before scrubbing.
 KEPT_OVER_CAP = (
@@ -89,9 +90,9 @@ def proxy_error_kind(error: str, status: int | None) -> str | None:
 @dataclass
 class WriterConfig:
     out_dir: Location  # a local Path or an S3Path
-    rotate_seconds: float = 60.0
-    rotate_bytes: int = 64 << 20  # estimated in-memory size of buffered rows
-    queue_size: int = 10_000
+    rotate_seconds: float = default("rotate_seconds")
+    rotate_bytes: int = default("rotate_bytes")  # estimated in-memory size of buffered rows
+    queue_size: int = default("queue_size")
     header_count_cap: int = HEADER_COUNT_CAP
     header_bytes_cap: int = HEADER_BYTES_CAP
     instance: str = field(default_factory=fleet.default_instance)  # in file names and the status object's name
