@@ -1,7 +1,7 @@
 """The Recorder addon: captures HTTP exchanges passing mitmproxy and hands them to the writer.
 
 Hooks only copy references and timestamps; all parsing, scrubbing and writing happens in the
-writer: a child process by default (recorder.process_writer -> recorder.writer_proc), or a
+writer: a child process by default (recorder.process_writer -> recorder.writer_child), or a
 thread inside mitmproxy (recorder.writer) with shadowreplay_writer=thread. Responses are streamed through (`flow.response.stream` is set
 to an observer that returns each chunk unchanged), so SSE reaches the client as it arrives.
 
