@@ -18,6 +18,8 @@ from shadowreplay.recorder.addon import Recorder
 from shadowreplay.recorder.exchange import RowOptions
 from shadowreplay.recorder.grpc_addon import GrpcRecorder
 from shadowreplay.recorder.writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, WriterConfig
+from tests.conftest import free_port
+from tests.recorder_helpers import Proxy, server  # noqa: F401 (server: a fixture)
 
 BASE = ["record", "--upstream", "http://127.0.0.1:1", "--out", "/tmp/x"]
 
@@ -221,3 +223,17 @@ def test_the_thread_writer_path_reads_the_key_once(tmp_path, key_file):
         finally:
             rec.done()
     Opens.path = None
+
+
+def test_a_blank_key_file_passes_the_check_and_the_writer_process_refuses_it_at_start_up(tmp_path, server):
+    """check_key does not read the key, so a file of whitespace gets past it; the writer process
+    that loads it says so, and mitmdump exits 1 before serving."""
+    blank = tmp_path / "keys" / "blank.key"
+    blank.parent.mkdir()
+    blank.write_bytes(b"  \n")
+    assert options.key_file_source(str(blank), tmp_path / "out") == str(blank)
+    p = Proxy(server.url, tmp_path / "out", blank, free_port(), shadowreplay_writer="process").start(wait=False)
+    rc = p.proc.wait(60)
+    p.stop()
+    assert rc == 1
+    assert f"scrub key file {blank} is empty" in p.log() and "Traceback" not in p.log()
