@@ -161,7 +161,7 @@ def refuse(error: Exception, running: bool, log: logging.Logger) -> None:
 
 
 # --- shadowreplay record ---
-def _positive_int(flag: str) -> Callable[[str], int]:
+def _positive_int() -> Callable[[str], int]:
     def convert(text: str) -> int:
         try:
             n = int(text)
@@ -194,7 +194,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         if o.choices is not None:
             kw["choices"] = list(o.choices)
         elif o.positive:
-            kw["type"] = _positive_int(o.cli_flag)
+            kw["type"] = _positive_int()
         else:
             kw["type"] = o.type
         parser.add_argument(o.cli_flag, *o.old_flags, **kw)
