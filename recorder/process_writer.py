@@ -33,7 +33,6 @@ log = logging.getLogger("shadowreplay.recorder")
 BATCH_MAX = 64  # exchanges per pipe message (pickling a batch holds the GIL: keep it short)
 POLL_S = 1.0  # how often an idle feeder checks the child and reports drops
 RESTART_MAX_S = 30.0
-READY_TIMEOUT_S = 60.0
 CHILD_ARGV = ("-m", "shadowreplay.recorder.writer_child")
 _STOP = object()
 
@@ -148,7 +147,7 @@ class ProcessWriter(BoundedIntake):
             "started_at": self.started_at,
         }
         try:
-            child.start(config, READY_TIMEOUT_S)
+            child.start(config)
             return True
         except ChildError as e:
             self.last_error = str(e)

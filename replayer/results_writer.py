@@ -34,7 +34,6 @@ from .rows import Row
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT_S = 60.0
 CLOSE_TIMEOUT_S = 120.0
 CHILD_ARGV = ("-m", "shadowreplay.replayer.results_child")
 
@@ -74,7 +73,7 @@ class ResultsWriter:
                   "metadata": {"run_id": self.run_id} | ({"shard": self.shard_tag} if self.shard_tag else {}),
                   "plan": self.static}
         try:
-            await asyncio.to_thread(child.start, config, READY_TIMEOUT_S)
+            await asyncio.to_thread(child.start, config)
             await child.attach(self._reply, self._eof)
         except (ChildError, OSError) as e:
             log.warning("replay: %s; results are written at the end", e)
