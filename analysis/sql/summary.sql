@@ -54,24 +54,26 @@ summary AS (
         max(ttft_max), max(e2e_max), max(tpot_max), sum(tokens), sum(good)
     FROM g
 ),
--- One row per (request, column) with its histogram key: the exact value for token counts and
--- small groups, else the sketch representative sv. One UNION ALL branch per column: each streams
--- (a cross join with a list of columns would buffer every request).
+-- One row per (request, column) with its histogram key k: the exact value for token counts and
+-- small groups, else the value's sketch bucket, coded as one number: 0 for zero, else
+-- sign(v) * (ceil(ln|v| / ln gamma) + 1e6) (the offset keeps the index's sign apart). One
+-- UNION ALL branch per column: each streams (a cross join with a list of columns would buffer
+-- every request); small groups are found with IN, whose build side is always the few groups.
 vals AS (
-    SELECT group_key, col, v, exact,
-        CASE WHEN v = 0 THEN 0.0
-            ELSE sign(v) * 2 * pow(getvariable('sketch_gamma'), ceil(ln(abs(v)) / ln(getvariable('sketch_gamma'))))
-                / (getvariable('sketch_gamma') + 1)
-        END AS sv
+    SELECT group_key, col, exact,
+        CASE WHEN exact THEN v WHEN v = 0 THEN 0.0
+            ELSE sign(v) * (ceil(ln(abs(v)) / ln(getvariable('sketch_gamma'))) + 1e6)
+        END AS k
     FROM (
-        SELECT l.group_key, 'ttft' AS col, l.ttft_ms AS v, g.with_ttft <= getvariable('exact_max') AS exact
-        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.ttft_ms IS NOT NULL
+        SELECT group_key, 'ttft' AS col, ttft_ms AS v,
+            group_key IN (SELECT group_key FROM g WHERE with_ttft <= getvariable('exact_max')) AS exact
+        FROM lat WHERE ttft_ms IS NOT NULL
         UNION ALL
-        SELECT l.group_key, 'e2e', l.e2e_ms, g.with_e2e <= getvariable('exact_max')
-        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.e2e_ms IS NOT NULL
+        SELECT group_key, 'e2e', e2e_ms, group_key IN (SELECT group_key FROM g WHERE with_e2e <= getvariable('exact_max'))
+        FROM lat WHERE e2e_ms IS NOT NULL
         UNION ALL
-        SELECT l.group_key, 'tpot', l.tpot_ms, g.with_tpot <= getvariable('exact_max')
-        FROM lat l JOIN g ON g.group_key = l.group_key WHERE l.tpot_ms IS NOT NULL
+        SELECT group_key, 'tpot', tpot_ms, group_key IN (SELECT group_key FROM g WHERE with_tpot <= getvariable('exact_max'))
+        FROM lat WHERE tpot_ms IS NOT NULL
         UNION ALL
         SELECT group_key, 'prompt', prompt_len, true FROM lat WHERE prompt_len IS NOT NULL
         UNION ALL
@@ -79,19 +81,33 @@ vals AS (
     ) x
 ),
 group_hist AS (
-    SELECT col, group_key, CASE WHEN exact THEN v ELSE sv END AS v, sv, count(*) AS c
-    FROM vals
-    GROUP BY col, group_key, CASE WHEN exact THEN v ELSE sv END, sv
+    SELECT col, group_key, exact, k, count(*) AS c FROM vals GROUP BY ALL
+),
+-- Each histogram row's value v (a bucket's representative 2 gamma^i / (gamma + 1), mirrored for
+-- a negative one) and its bucket b (an exact value's, for a sketched overall row).
+keyed AS (
+    SELECT col, group_key, c,
+        CASE WHEN exact OR k = 0 THEN k
+            ELSE sign(k) * 2 * pow(getvariable('sketch_gamma'), abs(k) - 1e6) / (getvariable('sketch_gamma') + 1)
+        END AS v,
+        CASE WHEN NOT exact OR k = 0 THEN k
+            ELSE sign(k) * (ceil(ln(abs(k)) / ln(getvariable('sketch_gamma'))) + 1e6)
+        END AS b
+    FROM group_hist
 ),
 total_exact AS (
-    SELECT col, col IN ('prompt', 'completion') OR sum(c) <= getvariable('exact_max') AS exact FROM group_hist GROUP BY col
+    SELECT col, col IN ('prompt', 'completion') OR sum(c) <= getvariable('exact_max') AS exact FROM keyed GROUP BY col
 ),
 hist AS (
-    SELECT col, false AS is_total, group_key, v, c FROM group_hist
+    SELECT col, false AS is_total, group_key, v, c FROM keyed
     UNION ALL
-    SELECT h.col, true, NULL, CASE WHEN t.exact THEN h.v ELSE h.sv END, sum(h.c)
-    FROM group_hist h JOIN total_exact t ON t.col = h.col
-    GROUP BY h.col, CASE WHEN t.exact THEN h.v ELSE h.sv END
+    SELECT col, true, NULL,
+        CASE WHEN exact OR tk = 0 THEN tk
+            ELSE sign(tk) * 2 * pow(getvariable('sketch_gamma'), abs(tk) - 1e6) / (getvariable('sketch_gamma') + 1)
+        END,
+        sum(c)
+    FROM (SELECT h.col, t.exact, CASE WHEN t.exact THEN h.v ELSE h.b END AS tk, h.c FROM keyed h JOIN total_exact t ON t.col = h.col)
+    GROUP BY col, exact, tk
 ),
 ranked AS (
     SELECT
