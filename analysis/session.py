@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from shadowreplay import sqlfiles
 from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files, run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
@@ -27,11 +28,8 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 
 def sql_text(name: str) -> str:
-    return (SQL_DIR / f"{name}.sql").read_text()
-
-
-def sql_literal(value: str) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
+    """The text of analysis/sql/NAME.sql."""
+    return sqlfiles.load(__package__, name)
 
 
 @dataclass
@@ -114,7 +112,7 @@ def connect(threads: int | None = None, memory_limit: str | None = None, warmup_
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     if memory_limit:
-        con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+        con.execute("SET memory_limit = $m", {"m": str(memory_limit)})
     con.execute("SET TimeZone = 'UTC'")
     return con
 
@@ -125,19 +123,22 @@ def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | N
         register_duckdb(con)  # s3:// globs are read through s3fs
     if schema:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-        con.execute(f"SET schema = {sql_literal(schema)}")
+        con.execute("SET schema = $s", {"s": schema})
     made = []
     try:
         for table in TABLES:
             if not src.has(table):
                 continue
             globs = src.globs[table]
-            lit = sql_literal(globs[0]) if len(globs) == 1 else "[" + ", ".join(sql_literal(g) for g in globs) + "]"
+            # a view cannot hold a parameter: the glob list goes in as a quoted literal
+            lit = sqlfiles.literal(globs[0] if len(globs) == 1 else globs)
             present = checked_columns([f for root in src.roots[table] for f in parquet_files(root, table)], table)
-            con.execute(sql_text(f"view_{table}").replace(":absent", absent_columns(table, present)).replace(":glob", lit))
+            text = sqlfiles.fill(sql_text(f"view_{table}"), absent=absent_columns(table, present), glob=lit)
+            for stmt in sqlfiles.statements(text):
+                con.execute(stmt.query)
             made.append(table)
         if src.has(REQUESTS) and src.has(REPLAY_RESULTS):
-            con.execute(sql_text("view_replayed"))
+            sqlfiles.run(con, sql_text("view_replayed"), context=f"cannot read the dataset ({src.describe()})")
             made.append("replayed")
     except duckdb.Error as e:
         raise DatasetError(f"cannot read the dataset ({src.describe()}): {first_line(e)}") from None
@@ -171,13 +172,12 @@ def lat_source_name(src: Sources, table: str) -> str:
 def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schema: str | None = None) -> None:
     name = lat_source_name(src, table)
     if schema:
-        con.execute(f"SET schema = {sql_literal(schema)}")
+        con.execute("SET schema = $s", {"s": schema})
     try:
-        con.execute(sql_text(name))  # lat_source
-        con.execute(sql_text("lat"))
+        sqlfiles.run(con, sql_text(name), context=f"cannot read {table}")  # lat_source
+        sqlfiles.run(con, sql_text("lat"), context=f"cannot read {table}")
         if con.execute("SELECT coalesce(getvariable('warmup_s'), 0) > 0").fetchone()[0]:
-            for stmt in _split(sql_text("lat_warmup")):
-                con.execute(stmt)
+            sqlfiles.run(con, sql_text("lat_warmup"), context=f"cannot read {table}")
     except duckdb.Error as e:
         raise DatasetError(f"cannot read {table}: {first_line(e)}") from None
     finally:
@@ -185,65 +185,44 @@ def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schem
             con.execute("SET schema = 'main'")
 
 
-def first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+first_line = sqlfiles.first_line
 
 
 def set_params(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
-    for k, v in params.items():
-        if v is None:
-            con.execute(f"SET VARIABLE {k} = NULL")
-        else:
-            con.execute(f"SET VARIABLE {k} = ?", [v])
+    """Session variables for the analysis .sql files, which read getvariable('x') (views need it)."""
+    sqlfiles.set_variables(con, params)
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None, schema: str | None = None) -> list[dict[str, Any]]:
     """Runs analysis/sql/NAME.sql (its last statement is the result) and returns rows as dicts."""
 
-    def rows(cur) -> list[dict[str, Any]]:
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-
-    return _run_sql_file(con, name, params, schema, rows)
+    return _run_sql_file(con, name, params, schema, sqlfiles.rows)
 
 
 def query_arrays(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None,
                  schema: str | None = None) -> dict[str, Any]:
     """As query(), for large results: the last statement's columns as numpy arrays."""
-    return _run_sql_file(con, name, params, schema, lambda cur: cur.fetchnumpy())
+    return _run_sql_file(con, name, params, schema, sqlfiles.arrays)
 
 
 def _run_sql_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None, schema: str | None, fetch):
-    """Binds `params`, runs every statement of NAME.sql in `schema`, and fetches the last one's
-    result with `fetch`; a DuckDB error becomes one DatasetError line."""
+    """Sets `params` as session variables (and binds them as $params), runs every statement of
+    NAME.sql in `schema`, and fetches the last one's result with `fetch` (sqlfiles.rows/arrays);
+    a DuckDB error becomes one DatasetError line."""
     if params:
         set_params(con, params)
     if schema:
-        con.execute(f"SET schema = {sql_literal(schema)}")
+        con.execute("SET schema = $s", {"s": schema})
     try:
-        stmts = [s for s in _split(sql_text(name)) if s.strip()]
-        for s in stmts[:-1]:
-            con.execute(s)
-        return fetch(con.execute(stmts[-1]))
-    except duckdb.Error as e:
-        raise DatasetError(f"query {name} failed: {first_line(e)}") from None
+        return fetch(con, sql_text(name), params, context=f"query {name} failed")
     finally:
         if schema:
             con.execute("SET schema = 'main'")
 
 
 def split_statements(text: str) -> list[str]:
-    """Splits a .sql file on ';' at line ends (our files keep ';' out of strings)."""
-    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
-    out, cur = [], []
-    for ln in lines:
-        cur.append(ln)
-        if ln.rstrip().endswith(";"):
-            out.append("\n".join(cur))
-            cur = []
-    if any(c.strip() for c in cur):
-        out.append("\n".join(cur))
-    return out
+    """The statements of SQL text, split by DuckDB's parser (sqlfiles.split)."""
+    return sqlfiles.split(text)
 
 
 _split = split_statements  # the older name
