@@ -8,14 +8,13 @@ per row is built here.
 from __future__ import annotations
 
 import datetime as dt
-import warnings
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from shadowreplay import sqlfiles
 from shadowreplay.dataset import checked_columns, duckdb_type, find_tables, parquet_files
 from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.durations import TimePoint, parse_time
@@ -55,10 +54,6 @@ class Selection:
         return self.table.num_rows
 
 
-def _sql(name: str) -> str:
-    return resources.files(__package__).joinpath("sql", name).read_text()
-
-
 def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
     """The requests table's Parquet files, each checked (readable, schema version, table)."""
     tables = find_tables(recording)
@@ -75,15 +70,32 @@ def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
     return root, files
 
 
-def _column_list(present: set[str]) -> str:
+def _columns(present: set[str]) -> list:
+    """The columns the replayer reads, a typed NULL for each absent optional one."""
+    import duckdb
+
     out = []
     for name in REQUIRED + OPTIONAL:
         if name in present:
-            out.append(f'"{name}"')
+            out.append(duckdb.ColumnExpression(name))
         else:
-            typ = REQUESTS_SCHEMA.field(name).type
-            out.append(f'CAST(NULL AS {duckdb_type(typ)}) AS "{name}"')
-    return ", ".join(out)
+            typ = duckdb.sqltype(duckdb_type(REQUESTS_SCHEMA.field(name).type))
+            out.append(duckdb.ConstantExpression(None).cast(typ).alias(name))
+    return out
+
+
+def _route_index(route_predicates: list[str] | None):
+    """The index of the first --route predicate that matches (NULL: the default target)."""
+    import duckdb
+
+    integer = duckdb.sqltype("INTEGER")
+    if not route_predicates:
+        return duckdb.ConstantExpression(None).cast(integer).alias("route_index")
+    case = None
+    for i, p in enumerate(route_predicates):
+        cond, val = duckdb.SQLExpression(p), duckdb.ConstantExpression(i).cast(integer)
+        case = duckdb.CaseExpression(cond, val) if case is None else case.when(cond, val)
+    return case.otherwise(duckdb.ConstantExpression(None).cast(integer)).alias("route_index")
 
 
 def select(recording: str | Path, filters: Filters, route_predicates: list[str] | None = None) -> Selection:
@@ -95,16 +107,11 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     if is_remote(root):
         register_duckdb(con)  # s3:// files are read through s3fs
     params_files = [str(f) for f in files]
-    try:
-        present = {
-            r[0] for r in con.execute(
-                "DESCRIBE SELECT * FROM read_parquet($files, hive_partitioning = true, union_by_name = true)",
-                {"files": params_files},
-            ).fetchall()
-        }
-        first, last, n = con.execute(_sql("bounds.sql"), {"files": params_files}).fetchone()
-    except duckdb.Error as e:
-        raise DatasetError(f"{root / REQUESTS}: cannot read the recording ({_first_line(e)})") from None
+    unreadable = f"{root / REQUESTS}: cannot read the recording"
+    present = {r["column_name"] for r in sqlfiles.rows(
+        con, sqlfiles.load(__package__, "columns.sql"), {"files": params_files}, context=unreadable)}
+    (b,) = sqlfiles.rows(con, sqlfiles.load(__package__, "bounds.sql"), {"files": params_files}, context=unreadable)
+    first, last, n = b["first_ts"], b["last_ts"], b["n"]
     if not n:
         raise DatasetError(f"{root / REQUESTS}: the recording holds no requests")
     first = first.astimezone(dt.timezone.utc)
@@ -118,23 +125,19 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     window_start = start
     if filters.lead_in_s > 0:
         start = max(first, start - dt.timedelta(seconds=filters.lead_in_s))
-    route_sql = "CAST(NULL AS INTEGER)"
-    if route_predicates:
-        whens = " ".join(f"WHEN ({p}) THEN {i}" for i, p in enumerate(route_predicates))
-        route_sql = f"CASE {whens} ELSE NULL END"
-    sql = _sql("select.sql").format(
-        columns=_column_list(present),
-        where=filters.where or "TRUE",
-        route=route_sql,
-        limit=f"LIMIT {int(filters.limit)}" if filters.limit else "",
-    )
+    what = "--where/--route predicate" if (filters.where or route_predicates) else "selection"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # DuckDB's note about an extra Arrow copy
-            table = con.execute(sql, {"files": params_files, "start": start, "end": end}).to_arrow_table()
+        rel = sqlfiles.relation(con, sqlfiles.load(__package__, "select.sql"),
+                                {"files": params_files, "start": start, "end": end},
+                                context=f"bad {what}", error=ConfigError)
+        if filters.where:
+            rel = rel.filter(filters.where)  # a DuckDB expression, parsed as one (no SQL pasted)
+        rel = rel.select(*_columns(present), _route_index(route_predicates)).order("ts_start, request_id")
+        if filters.limit:
+            rel = rel.limit(int(filters.limit))
+        table = rel.to_arrow_table()
     except duckdb.Error as e:
-        what = "--where/--route predicate" if (filters.where or route_predicates) else "selection"
-        raise ConfigError(f"bad {what}: {_first_line(e)}") from None
+        raise ConfigError(f"bad {what}: {sqlfiles.first_line(e)}") from None
     finally:
         con.close()
     if table.num_rows == 0:
@@ -149,10 +152,6 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         if lead == table.num_rows:
             raise ConfigError(f"empty selection: every selected request is in the lead-in (before {window_start.isoformat()})")
     return Selection(root, files, table, first, last, int(n), window_start, end, lead)
-
-
-def _first_line(e: Exception) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
 
 
 def offsets_ns(table: pa.Table, speed: float) -> list[int]:

@@ -1,12 +1,8 @@
--- The replay selection: the recording's requests in send order.
--- Filled in by replayer/schedule.py: {columns} (the columns the replayer reads, NULL for absent
--- optional ones), {where} (the user's --where predicate, default TRUE), {route} (a CASE over the
--- --route predicates giving the index of the first rule that matches, NULL for the default target)
--- and {limit}. $files is the validated list of Parquet files; $start/$end bound ts_start.
-SELECT {columns}, {route} AS route_index
+-- The replay candidates: the recording's requests between $start (inclusive) and $end (exclusive).
+-- $files is the validated list of Parquet files. replayer/schedule.py then applies the user's
+-- --where predicate and --route rules as DuckDB expressions (the relational API, not pasted into
+-- this text), keeps the columns the replayer reads, orders by send time and applies --limit.
+SELECT *
 FROM read_parquet($files, hive_partitioning = true, union_by_name = true)
-WHERE ({where})
-  AND ts_start >= $start
+WHERE ts_start >= $start
   AND ts_start < $end
-ORDER BY ts_start, request_id
-{limit}
