@@ -251,9 +251,10 @@ def has_column_data(con: duckdb.DuckDBPyConnection, expr: str, view: str = "lat"
     return bool(scalar(con, f"SELECT count({expr}) > 0 FROM {view}"))
 
 
-# materialize() keeps about 60-90 bytes a row: above this many rows `lat` stays on the Parquet
-# files (each query streams them again), so memory does not grow with the rows.
-MATERIALIZE_MAX_ROWS = 5_000_000
+# materialize() keeps about 100-130 bytes a row (a command peaks near 1.3 GB at 10 M rows): above
+# this many rows `lat` stays on the Parquet files (each query streams them again), so memory
+# does not grow with the rows.
+MATERIALIZE_MAX_ROWS = 20_000_000
 
 
 def materialize(con: duckdb.DuckDBPyConnection, columns: list[str] | None = None, max_rows: int | None = None) -> int:
