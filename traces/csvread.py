@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from shadowreplay import sqlfiles
 from shadowreplay.errors import DatasetError
 
 from .base import open_text
 
-SQL_DIR = Path(__file__).parent / "sql"
 BATCH_ROWS = 1 << 20
 
 
@@ -39,42 +39,31 @@ def check_columns(path: Path, header: list[str], required: tuple[str, ...], fmt:
         )
 
 
-def _lit(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _ident(s: str) -> str:
-    return '"' + s.replace('"', '""') + '"'
-
-
 def stream_sql(path: Path, sql_file: str, columns: dict, threads: int | None = None,
                batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """Runs sql/<sql_file> with {src} = read_csv(path, all varchar) and {name} = quoted column
-    identifiers, yielding Arrow record batches in file order."""
+    """Runs sql/<sql_file> over the view csv_rows (csv_rows.sql: `path` read as text, each
+    `columns[name]` header column renamed to `name`, a NULL column where it is None), yielding
+    Arrow record batches in file order."""
     import duckdb
 
-    sql = (SQL_DIR / sql_file).read_text()
-    src = (f"read_csv({_lit(str(path))}, header=true, all_varchar=true, delim=',', quote='\"', "
-           f"compression='auto', auto_detect=false, columns=" + "{" +
-           ", ".join(f"{_lit(c)}: 'VARCHAR'" for c in columns["__header__"]) + "})")
-    sql = sql.format(src=src, **{k: (_ident(v) if v is not None else "CAST(NULL AS VARCHAR)")
-                                  for k, v in columns.items() if k != "__header__"})
+    header = columns["__header__"]
+    names = {k: v for k, v in columns.items() if k != "__header__"}
     con = duckdb.connect()
+    unreadable = f"{path}: unreadable CSV"
     try:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET enable_progress_bar = false")
         if threads:
-            con.execute(f"SET threads = {int(threads)}")
-        try:
-            reader = con.sql(sql).to_arrow_reader(batch_rows)
-            while True:
-                try:
-                    batch = reader.read_next_batch()
-                except StopIteration:
-                    break
-                yield batch
-        except duckdb.Error as e:
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise DatasetError(f"{path}: unreadable CSV: {msg}") from None
+            con.execute("SET threads = $n", {"n": int(threads)})
+        rows = sqlfiles.relation(con, sqlfiles.load(__package__, "csv_rows.sql"),
+                                 {"path": str(path), "columns": {c: "VARCHAR" for c in header}}, context=unreadable)
+        text = duckdb.sqltype("VARCHAR")
+        rows.select(*[duckdb.ColumnExpression(h).alias(k) if h is not None
+                      else duckdb.ConstantExpression(None).cast(text).alias(k)
+                      for k, h in names.items()]).create_view("csv_rows")
+        yield from sqlfiles.arrow_batches(con, sqlfiles.load(__package__, sql_file), batch_rows=batch_rows,
+                                          context=unreadable)
+    except duckdb.Error as e:
+        raise DatasetError(f"{unreadable}: {sqlfiles.first_line(e)}") from None
     finally:
         con.close()
