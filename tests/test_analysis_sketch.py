@@ -144,3 +144,17 @@ def test_chunked_generation_keeps_the_distribution_and_the_planted_slot(tmp_path
         assert abs(a - b) / b < 0.05, col
     batch = pc.equal(t.column("client_id"), "batch-etl").to_numpy(zero_copy_only=False)
     assert batch.sum() == pytest.approx(spec.anomaly.batch_rate_per_s * 3600 * spec.periods, abs=2)
+
+
+@pytest.mark.parametrize("command", [("analyze",), ("analyze", "anomalies", "--period", "1h", "--bucket", "10m")])
+def test_streamed_lat_gives_the_in_memory_figures(tmp_path, capsys, monkeypatch, command):
+    # Above MATERIALIZE_MAX_ROWS `lat` is not copied and every query streams the Parquet files:
+    # the same JSON, to the last digit, as the copy (small groups and token counts included).
+    from shadowreplay.analysis import session
+
+    _big_dataset(tmp_path, rows=12_000)
+    copied = run_json(capsys, *command, tmp_path)
+    monkeypatch.setattr(session, "MATERIALIZE_MAX_ROWS", 100)
+    streamed = run_json(capsys, *command, tmp_path)
+    assert streamed == copied
+    assert copied["requests"] if "requests" in copied else copied["percentiles"]
