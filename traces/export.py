@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from shadowreplay import sqlfiles
 from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
 from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.errors import ConfigError, DatasetError
@@ -30,7 +31,6 @@ from .openai_jsonl import prompt_text
 
 FORMATS = ("mooncake", "guidellm")
 BLOCK = 512
-SQL = Path(__file__).parent / "sql" / "export_requests.sql"
 
 
 class BlockHasher:
@@ -69,20 +69,16 @@ def _connect(root):
 
 
 def _rows(root: Path) -> Iterator[dict]:
-    import duckdb
-
     files = parquet_files(root, REQUESTS)
     if not files:
         raise DatasetError(f"{root}: no requests table to export")
     absent = absent_columns(REQUESTS, checked_columns(files, REQUESTS))
     con = _connect(root)
     try:
-        sql = SQL.read_text().format(glob="'" + glob_for(root, REQUESTS).replace("'", "''") + "'", absent=absent)
-        reader = con.sql(sql).to_arrow_reader(8192)
-        for batch in reader:
+        sql = sqlfiles.fill(sqlfiles.load(__package__, "export_requests.sql"), absent=absent)
+        for batch in sqlfiles.arrow_batches(con, sql, {"glob": glob_for(root, REQUESTS)}, 8192,
+                                            context=f"{root}: cannot read requests"):
             yield from batch.to_pylist()
-    except duckdb.Error as e:
-        raise DatasetError(f"{root}: cannot read requests ({str(e).splitlines()[0]})") from None
     finally:
         con.close()
 
@@ -90,12 +86,13 @@ def _rows(root: Path) -> Iterator[dict]:
 def _all_have_hash_ids(root: Path) -> bool:
     if "hash_ids" not in checked_columns(parquet_files(root, REQUESTS), REQUESTS):
         return False
-    g = "'" + glob_for(root, REQUESTS).replace("'", "''") + "'"
     con = _connect(root)
-    n = con.execute(f"SELECT count(*) FILTER (WHERE hash_ids IS NULL OR len(hash_ids) = 0) "
-                   f"FROM read_parquet({g}, hive_partitioning = true, union_by_name = true)").fetchone()[0]
-    con.close()
-    return n == 0
+    try:
+        (r,) = sqlfiles.rows(con, sqlfiles.load(__package__, "export_hash_ids.sql"), {"glob": glob_for(root, REQUESTS)},
+                             context=f"{root}: cannot read requests")
+    finally:
+        con.close()
+    return r["missing"] == 0
 
 
 def run_export(o: ExportOptions, report: Report | None = None) -> Report:
