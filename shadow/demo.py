@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shadowreplay import sqlfiles
 from shadowreplay.errors import ConfigError, ShadowReplayError, TargetError
 from shadowreplay.ports import free_ports
 
@@ -52,7 +53,6 @@ from .calibrate import BATCH_PROBE, measure, measure_batched, rates
 from .traffic import BATCH_CLIENT, BATCH_KEY, CLIENT_KEYS, TrafficConfig, drive
 from .venv import find_vllm_python
 
-SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 # The remediation the demo tries: cap each long prompt's prefill chunk while other requests are
 # waiting, so short requests are not stuck behind a 3,000-token prefill (see docs/demo.md for
@@ -419,10 +419,11 @@ class Demo:
             "period_s": self.cfg.week_s, "slot_from_s": slot_from, "slot_to_s": slot_from + self.cfg.bucket_s,
             "batch_client": batch_id, "rec_glob": glob_for(rec_dir, "requests"),
         }  # fmt: skip
-        sql = (SQL_DIR / "slot_latency.sql").read_text()
-        rows: dict[str, Any] = {"recording": fetch(con, sql, dict(params, glob=params["rec_glob"]))}
+        sql = sqlfiles.statements(sqlfiles.load(__package__, "slot_latency.sql"))
+        rows: dict[str, Any] = {"recording": sqlfiles.rows(con, sql, dict(params, glob=params["rec_glob"]),
+                                                           context="slot table")}
         for name, d in runs.items():
-            rows[name] = fetch(con, sql, dict(params, glob=glob_for(d, "replay_results")))
+            rows[name] = sqlfiles.rows(con, sql, dict(params, glob=glob_for(d, "replay_results")), context="slot table")
         self.say(f"  short requests (all clients but {BATCH_CLIENT}) in the anomalous slot +{slot_from:g}s-{slot_from + self.cfg.bucket_s:g}s vs the rest:")
         head = f"    {'run':<12}{'where':<10}{'requests':>9}{'failed':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'E2E p50':>10}{'E2E p99':>10}"
         self.say(head)
@@ -497,13 +498,6 @@ def rel(p: Path, root: Path) -> str:
 
 def rel_arg(a: str, root: Path) -> str:
     return rel(Path(a), root) if a.startswith(str(root)) else a
-
-
-def fetch(con, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    used = {k: v for k, v in params.items() if f"${k}" in sql}
-    cur = con.execute(sql, used)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
 def wait_all_ready(servers: dict[str, VllmServer], timeout_s: float) -> None:
