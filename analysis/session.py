@@ -122,7 +122,7 @@ def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | N
     if any(is_remote(r) for roots in src.roots.values() for r in roots):
         register_duckdb(con)  # s3:// globs are read through s3fs
     if schema:
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {sqlfiles.identifier(schema)}")
         con.execute("SET schema = $s", {"s": schema})
     made = []
     try:
@@ -221,8 +221,9 @@ def _run_sql_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, A
 
 
 def split_statements(text: str) -> list[str]:
-    """The statements of SQL text, split by DuckDB's parser (sqlfiles.split)."""
-    return sqlfiles.split(text)
+    """The statements of SQL text, split by DuckDB's parser (sqlfiles.split); a parse error is
+    one DatasetError line."""
+    return sqlfiles.split(text, context="query failed")
 
 
 _split = split_statements  # the older name

@@ -12,8 +12,9 @@ Values are always bound. Two things cannot be: a view (`CREATE VIEW`) cannot hol
 parameter, so the analysis views read DuckDB session variables (`SET VARIABLE x = ?` by
 `set_variables`, `getvariable('x')` in the .sql) while queries bind `$params`; and a view's
 Parquet glob list or a column list made from the schema is SQL text. For those, `fill` puts a
-`:name` marker's text in, and `literal` / `identifier` quote strings by DuckDB's rules; nothing
-else in the project builds SQL from strings."""
+`:name` marker's text in, and `literal` / `identifier` quote strings by DuckDB's rules (the
+one place for that). A user's predicate (`--where`) is a DuckDB expression: give it to the
+relational API (`relation(...).filter(text)`), which parses it as one expression."""
 
 from __future__ import annotations
 
