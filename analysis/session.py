@@ -108,9 +108,9 @@ def connect(threads: int | None = None, memory_limit: str | None = None, warmup_
     # Every view and query re-binds read_parquet over the same (often hundreds of hourly) files:
     # keep their footers instead of reading them again each time.
     con.execute("SET parquet_metadata_cache = true")
-    con.execute("SET VARIABLE warmup_s = ?", [float(warmup_s)])
+    sqlfiles.set_variables(con, {"warmup_s": float(warmup_s)})
     if threads:
-        con.execute(f"SET threads = {int(threads)}")
+        con.execute("SET threads = $n", {"n": int(threads)})
     if memory_limit:
         con.execute("SET memory_limit = $m", {"m": str(memory_limit)})
     con.execute("SET TimeZone = 'UTC'")
