@@ -89,3 +89,21 @@ def test_session_variables_for_views():
     sqlfiles.set_variables(con, {"lo": 3, "none": None})
     con.execute("CREATE VIEW v AS SELECT range AS x FROM range(5) WHERE x >= getvariable('lo')")
     assert sqlfiles.rows(con, "SELECT count(*) AS n, getvariable('none') IS NULL AS unset FROM v") == [{"n": 2, "unset": True}]
+
+
+def test_replay_selection_binds_values_and_parses_predicates(tmp_path):
+    """replayer.schedule on the runner: --where/--route as DuckDB expressions, --limit, typed NULLs."""
+    from replayer_helpers import chat_row, write_recording
+
+    from shadowreplay.replayer.schedule import Filters, select
+
+    write_recording(tmp_path, [chat_row(i, i * 0.5, client="c1" if i % 3 == 0 else "c0") for i in range(10)])
+    s = select(tmp_path, Filters(where="client_id = 'c0'", start="+1s", limit=4),
+               ["client_id = 'c1'", "request_id = 'r00002'"])
+    assert s.table.column("request_id").to_pylist() == ["r00002", "r00004", "r00005", "r00007"]
+    assert s.table.column("route_index").to_pylist() == [1, None, None, None]
+    assert s.table.schema.field("route_index").type == pa.int32()
+    assert s.table.column("e2e_ms").null_count == 4  # not recorded: a typed NULL column
+    for where, routes in (("no_such = 1", None), (None, ["x >"]), ("TRUE; DROP TABLE t", None)):
+        with pytest.raises(ConfigError, match="^bad --where/--route predicate: "):
+            select(tmp_path, Filters(where=where), routes)
