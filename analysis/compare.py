@@ -17,6 +17,7 @@ import numpy as np
 from shadowreplay.dataset import run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
+from shadowreplay.sqlfiles import fill
 
 from . import fmt, stats
 from .session import (
@@ -96,7 +97,7 @@ def _load(con, side: Side, params: dict[str, Any], subset: str) -> None:
     """The side's histograms and counts for every group."""
     con.execute(f"SET schema = '{side.schema}'")
     try:
-        con.execute(sql_text("compare_lat").replace(":subset", subset))
+        con.execute(fill(sql_text("compare_lat"), subset=subset))  # the --where predicate, as the user wrote it
         side.has_ttft = has_column_data(con, "ttft_ms")
     except duckdb.Error as e:
         if subset != "TRUE":

@@ -226,9 +226,6 @@ def split_statements(text: str) -> list[str]:
     return sqlfiles.split(text, context="query failed")
 
 
-_split = split_statements  # the older name
-
-
 def open_dataset(paths: list[str], table: str | None = None, threads: int | None = None, memory_limit: str | None = None,
                  warmup_s: float = 0.0):
     """connect + find + register views + lat. Returns (con, sources, table analyzed)."""

@@ -12,7 +12,9 @@ from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 
 from . import fmt
-from .session import _split, connect, find_sources, first_line, register_lat, register_views
+from shadowreplay.sqlfiles import split
+
+from .session import connect, find_sources, first_line, register_lat, register_views
 
 
 def setup(paths: list[str]):
@@ -49,7 +51,7 @@ def _txt(v) -> str:
 
 
 def run_statements(con, text: str, csv: bool, max_rows: int) -> None:
-    stmts = [s for s in _split(text) if s.strip()]
+    stmts = split(text, "query failed")
     if not stmts:
         raise ConfigError("no SQL statement given")
     for i, s in enumerate(stmts):

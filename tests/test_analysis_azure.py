@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from shadowreplay.analysis.session import SQL_DIR, _split
+from shadowreplay.analysis.session import SQL_DIR, split_statements
 from tests.analysis_helpers import run_cli, run_json
 
 TRACES = ("code", "conv")
@@ -24,7 +24,7 @@ def _csv(traces_dir: Path, name: str) -> np.ndarray:
 def test_documented_query_on_the_csvs(traces_dir, monkeypatch):
     monkeypatch.chdir(traces_dir)
     con = duckdb.connect()
-    view, summary = _split((SQL_DIR / "azure_2023_csv.sql").read_text())
+    view, summary = split_statements((SQL_DIR / "azure_2023_csv.sql").read_text())
     con.execute(view)
     rows = {r[0]: r for r in con.execute(summary).fetchall()}
     assert set(rows) == set(TRACES)
