@@ -434,9 +434,23 @@ class Replayer:
         for ti, pool in self.pools.items():
             self.warmed[ti] = await pool.warm(max(0, min(sizes[ti], fit - sum(self.warmed.values()))))
         self._idle.set()
+        gc_was_on = gc.isenabled()
+        if self.cfg.gc_off:
+            # Everything allocated so far (plan, request bytes) is moved out of the collector's
+            # view, and no collection pauses the sender. Restored as soon as sending ends. Done
+            # before the readiness check and before the start instant is fixed: a full collection
+            # of a large heap can take longer than START_LEAD_NS (it made the first sends of a
+            # replay run in pytest 23 ms late, and a --start-at instant pass unnoticed).
+            gc.collect()
+            gc.freeze()
+            gc.disable()
         if start_wall is not None and start_wall - time.time_ns() < READY_MARGIN_NS:
             for pool in self.pools.values():
                 pool.close()
+            if self.cfg.gc_off:
+                gc.unfreeze()
+                if gc_was_on:
+                    gc.enable()
             late = (time.time_ns() - start_wall) / 1e6
             raise ConfigError(f"this shard was not ready before --start-at (start-up, loading and warming its "
                               f"connections took until {late:+.0f} ms from it); give a later --start-at")
@@ -444,15 +458,6 @@ class Replayer:
                     else Progress(self.snapshot, force=bool(self.cfg.progress)))
         if self.cfg.progress is False and not self.cfg.progress_json:
             progress.enabled = False
-        gc_was_on = gc.isenabled()
-        if self.cfg.gc_off:
-            # Everything allocated so far (plan, request bytes) is moved out of the collector's
-            # view, and no collection pauses the sender. Restored as soon as sending ends. Done
-            # before the start instant is fixed: a full collection of a large heap can take longer
-            # than START_LEAD_NS (it made the first sends of a replay run in pytest 23 ms late).
-            gc.collect()
-            gc.freeze()
-            gc.disable()
         wall_minus_mono = time.time_ns() - time.monotonic_ns()
         if start_wall is not None:  # converted once: every send instant is on CLOCK_MONOTONIC from here on
             start_ns = self._start_ns = start_wall - wall_minus_mono
