@@ -134,8 +134,7 @@ def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | N
             lit = sqlfiles.literal(globs[0] if len(globs) == 1 else globs)
             present = checked_columns([f for root in src.roots[table] for f in parquet_files(root, table)], table)
             text = sqlfiles.fill(sql_text(f"view_{table}"), absent=absent_columns(table, present), glob=lit)
-            for stmt in sqlfiles.statements(text):
-                con.execute(stmt.query)
+            sqlfiles.run(con, text, context=f"cannot read the dataset ({src.describe()})")
             made.append(table)
         if src.has(REQUESTS) and src.has(REPLAY_RESULTS):
             sqlfiles.run(con, sql_text("view_replayed"), context=f"cannot read the dataset ({src.describe()})")
