@@ -36,6 +36,18 @@ _COLUMNS = tuple(REQUESTS_SCHEMA.names)
 ERROR_CAP = 300  # chars of an error message kept
 
 
+def proxy_error_kind(error: str, status: int | None) -> str | None:
+    """'client' / 'upstream' for a proxy error message that says which side went away."""
+    e = error.lower()
+    if "client disconnected" in e or "client closed connection" in e or "stream reset by client" in e:
+        return "client"
+    if "peer closed connection" in e:  # a cut body: the response's (upstream) or the request's (client)
+        return "upstream" if status is not None else "client"
+    if "server closed connection" in e or "server disconnected" in e or "connection reset" in e:
+        return "upstream"
+    return None
+
+
 @dataclass(frozen=True)
 class RowOptions:
     """What the writer thread needs to turn an exchange into a row (snapshotted from mitmproxy's
@@ -205,6 +217,7 @@ class HttpExchange:
         # response
         first_byte = self.chunks[0][0] if self.chunks else self.ts_response_headers
         end = self.ts_end
+        proxy_error = self.error
         resp_ct = (header(self.response_headers, "content-type") or "").lower()
         resp_enc = header(self.response_headers, "content-encoding")
         if self.streamed:
@@ -213,7 +226,11 @@ class HttpExchange:
                 errors.append(f"response stream over {opts.stream_cap} bytes: rest not reassembled")
                 row["body_truncated"] = True
             if "text/event-stream" in resp_ct:
-                end = self._sse_fields(resp_enc, api, scrubber, opts, row, errors, pii, end)
+                end, complete = self._sse_fields(resp_enc, api, scrubber, opts, row, errors, pii, end)
+                if complete and proxy_error and proxy_error_kind(proxy_error, self.status) == "client":
+                    # SDKs close the connection once they read the stream's final event, which can
+                    # beat the upstream's end of body to the proxy: the exchange was whole.
+                    proxy_error, end = None, self.chunks[-1][0]
             else:
                 raw = b"".join(c for _, c in self.chunks)
                 self._response_body_fields(raw, resp_enc, resp_ct, api, scrubber, opts, row, errors, pii)
@@ -226,12 +243,12 @@ class HttpExchange:
         row["ts_first_byte"] = ts(first_byte)
         row["ts_end"] = ts(end)
         row["e2e_ms"] = ms_between(self.ts_start, end)
-        if self.status is not None and self.status >= 400 and not self.error:
+        if self.status is not None and self.status >= 400 and not proxy_error:
             errors.append(f"http status {self.status}")
-        if self.error and opts.shape:  # the proxy's message may quote content
+        if proxy_error and opts.shape:  # the proxy's message may quote content
             errors.insert(0, "proxy error")
-        elif self.error:
-            e = scrubber.scrub_text(self.error[:ERROR_CAP])
+        elif proxy_error:
+            e = scrubber.scrub_text(proxy_error[:ERROR_CAP])
             add_counts(pii, e.counts)
             errors.insert(0, e.text)
         if errors:
@@ -282,12 +299,13 @@ class HttpExchange:
             row["body_truncated"] = True
         row["request_body"] = text
 
-    def _sse_fields(self, enc, api, scrubber, opts, row, errors, pii, end) -> float | None:
+    def _sse_fields(self, enc, api, scrubber, opts, row, errors, pii, end) -> tuple[float | None, bool]:
+        """Fill the stream's columns; return the end time and whether the stream's final event came."""
         try:
             dec = StreamDecoder(enc)
         except ValueError as e:
             errors.append(f"response stream: {e}")
-            return end
+            return end, False
         sapi = api if api.streams else llmapi.CHAT  # an unknown route may still stream chunks
         reader = llmapi.StreamReader(sapi)
         try:
@@ -320,7 +338,7 @@ class HttpExchange:
         if not s.done and self.status == 200 and not self.error and not self.stream_overflow:
             errors.append(f"response stream ended without {sapi.end_event}")
         self._text_field("".join(s.text), scrubber, opts, row, pii)
-        return end
+        return end, bool(s.done and self.chunks)
 
     @staticmethod
     def _reply_fields(s: llmapi.Reply, row: dict) -> None:

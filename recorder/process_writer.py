@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from shadowreplay import fleet
 from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
 from shadowreplay.errors import ShadowReplayError
 
@@ -209,6 +210,7 @@ class ProcessWriter(BoundedIntake):
         if self._child is not None:
             self._child.close()
         self._child = None
+        fleet.clear_status_temporaries(self.config.out_dir, self.config.instance)
 
     def _check_child(self, backoff: list[float]) -> bool:
         """True when a child is running (restarting a dead one when its back-off has passed)."""

@@ -27,7 +27,7 @@ from shadowreplay.dataset import rows_to_table, write_table
 from shadowreplay.schema import REQUESTS
 from shadowreplay.storage import Location
 
-from .exchange import Exchange, RowOptions, fallback_row
+from .exchange import Exchange, RowOptions, fallback_row, proxy_error_kind
 from .options import default
 
 if TYPE_CHECKING:
@@ -73,18 +73,6 @@ def cap_headers(pairs: list[tuple[str, str]], count_cap: int, bytes_cap: int) ->
             seen.add(lk)
             kept.append((k, v[:KEPT_VALUE_CHARS]))
     return kept, f"{n} headers / {size} bytes over the cap ({count_cap} / {bytes_cap}), not kept"
-
-
-def proxy_error_kind(error: str, status: int | None) -> str | None:
-    """'client' / 'upstream' for a proxy error message that says which side went away."""
-    e = error.lower()
-    if "client disconnected" in e or "client closed connection" in e or "stream reset by client" in e:
-        return "client"
-    if "peer closed connection" in e:  # a cut body: the response's (upstream) or the request's (client)
-        return "upstream" if status is not None else "client"
-    if "server closed connection" in e or "server disconnected" in e or "connection reset" in e:
-        return "upstream"
-    return None
 
 
 @dataclass

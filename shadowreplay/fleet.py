@@ -19,7 +19,7 @@ import socket
 from typing import Any
 
 from .errors import ConfigError
-from .storage import Location, S3Path, location, write_atomic
+from .storage import Location, S3Path, location, remove_temporaries, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,14 @@ def default_instance() -> str:
 
 def status_path(root: str | os.PathLike | Location, instance: str) -> Location:
     return location(root) / STATUS_DIR / f"{instance}.json"
+
+
+def clear_status_temporaries(root: str | os.PathLike | Location, instance: str) -> None:
+    """Removes what a status write cut by a killed writer left behind (see write_status)."""
+    root = location(root)
+    if not isinstance(root, S3Path):
+        for path in (status_path(root, instance), root / LEGACY_STATUS_FILE):
+            remove_temporaries(path)
 
 
 def write_status(root: str | os.PathLike | Location, instance: str, status: dict[str, Any]) -> None:

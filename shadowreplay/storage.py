@@ -21,6 +21,7 @@ file is written under a hidden temporary name and renamed.
 from __future__ import annotations
 
 import fnmatch
+from glob import escape as glob_escape
 import functools
 import os
 import posixpath
@@ -339,6 +340,16 @@ def write_atomic(path: Location, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def remove_temporaries(path: Location) -> None:
+    """Removes the hidden temporaries that `write_atomic` leaves beside a local `path` when the
+    process writing it is killed; only call it when no one is writing `path`."""
+    if isinstance(path, S3Path):
+        return
+    path = Path(path)
+    for tmp in path.parent.glob(f".{glob_escape(path.name)}.*{TMP_SUFFIX}"):
+        tmp.unlink(missing_ok=True)
 
 
 def write_parquet(table: Any, path: Location, **kw: Any) -> None:

@@ -117,6 +117,20 @@ def test_proxy_error_and_incomplete_stream(scrubber):
     assert "without [DONE]" in e.to_row(scrubber, RowOptions())["error"]
 
 
+def test_client_gone_after_the_streams_final_event_is_no_error(scrubber):
+    # The official SDKs close as soon as they read [DONE] / message_stop, which can reach the
+    # proxy before the upstream's end of body does.
+    chunks = sse('{"choices":[{"index":0,"delta":{"content":"all"},"finish_reason":"stop"}]}', "[DONE]")
+    e = ex(chat_body("x", stream=True), response_headers=[("content-type", "text/event-stream")], streamed=True,
+           chunks=chunks, stream_bytes=20, error="proxy: Client disconnected.", ts_end=1003.0)
+    r = e.to_row(scrubber, RowOptions())
+    assert r["error"] is None and r["response_text"] == "all" and r["finish_reason"] == "stop"
+    assert r["e2e_ms"] == pytest.approx(110, abs=0.5)  # ends at the last event, not at the disconnect
+    upstream = ex(chat_body("x", stream=True), response_headers=[("content-type", "text/event-stream")],
+                  streamed=True, chunks=chunks, stream_bytes=20, error="proxy: server closed connection", ts_end=1003.0)
+    assert upstream.to_row(scrubber, RowOptions())["error"].startswith("proxy: server closed")
+
+
 def test_embedding_vectors_not_kept(scrubber):
     body = json.dumps({"model": "e", "input": ["a b", "c"]}).encode()
     resp = json.dumps({"data": [{"embedding": [0.5] * 4}], "usage": {"prompt_tokens": 3}}).encode()

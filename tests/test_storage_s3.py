@@ -95,6 +95,18 @@ def test_write_atomic_and_text_round_trip(s3, tmp_path):
     assert local.read_bytes() == b"x" and [f.name for f in tmp_path.iterdir()] == ["s.json"]
 
 
+def test_a_status_write_cut_by_a_kill_leaves_nothing_after_the_clean_up(tmp_path):
+    fleet.write_status(tmp_path, "gw-a", {"rows_written": 1})
+    status = fleet.status_path(tmp_path, "gw-a")
+    cut = [status.with_name(f".{status.name}.1234abcd.tmp"), tmp_path / ".recorder_status.json.99aa00ff.tmp"]
+    other = status.with_name(".gw-ab.json.1234abcd.tmp")  # another instance's write in flight
+    for p in cut + [other]:
+        p.write_bytes(b'{"rows_wr')
+    fleet.clear_status_temporaries(tmp_path, "gw-a")
+    assert not any(p.exists() for p in cut) and other.exists()
+    assert fleet.read_status(tmp_path, "gw-a") == {"rows_written": 1}
+
+
 def test_fleet_status_objects_per_instance_and_the_legacy_file(s3, tmp_path):
     root = s3.url("fleet")
     fleet.write_status(root, "gw-a", {"rows_written": 3})
