@@ -49,6 +49,10 @@ def test_the_installed_wheel_imports_from_itself(wheel, tmp_path):
         "mods = [shadowreplay.recorder, shadowreplay.replayer, shadowreplay.anonymize.scrubber]; "
         "assert all(m.__file__.startswith(sys.argv[1]) for m in mods), [m.__file__ for m in mods]; "
         "assert str(addon_path()).startswith(sys.argv[1]); "
+        # the analysis SQL is read from the install and parses with DuckDB
+        "from shadowreplay import sqlfiles; "
+        "assert 'percentile' in sqlfiles.load('shadowreplay.analysis', 'summary').lower(); "
+        "assert sqlfiles.split(sqlfiles.load('shadowreplay.analysis', 'fold')); "
         # every module imports from the install alone (none uses an old top-level name)
         "import importlib, pkgutil, shadowreplay; "
         "[importlib.import_module(m.name) for m in pkgutil.walk_packages(shadowreplay.__path__, 'shadowreplay.') "
