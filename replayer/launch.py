@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 
+from shadowreplay.console import StatusLine
 from shadowreplay.errors import ConfigError
 from shadowreplay.storage import location, write_atomic
 
@@ -55,6 +56,7 @@ class _Shards:
         self.progress: dict[int, dict] = {}
         self.lock = threading.Lock()
         self.signals: list[str] = []
+        self.status = StatusLine()
 
     def pump(self, k: int, stream, dest, parse: bool) -> None:
         tag = self.shards[k].tag
@@ -67,7 +69,10 @@ class _Shards:
                 except (ValueError, KeyError):
                     pass
             with self.lock:
-                print(f"[{tag}] {line}", file=dest, flush=True)
+                if dest is sys.stderr:
+                    self.status.print(f"[{tag}] {line}")
+                else:
+                    print(f"[{tag}] {line}", file=dest, flush=True)
 
     def line(self) -> str:
         snaps = list(self.progress.values())
@@ -104,7 +109,7 @@ def run_local_shards(argv: list[str], n: int, out: str, start_at: str | None, dr
     group = _Shards(procs, shards)
     old = {s: signal.signal(s, group.forward) for s in (signal.SIGINT, signal.SIGTERM)}
     threads = []
-    tty = sys.stderr.isatty()
+    tty = group.status.enabled
     try:
         for sh in shards:
             p = subprocess.Popen([sys.executable, "-m", "shadowreplay", *shard_argv(argv, sh, t0)],
@@ -122,8 +127,10 @@ def run_local_shards(argv: list[str], n: int, out: str, start_at: str | None, dr
             if group.progress and (tty or now - last >= PROGRESS_EVERY_S):
                 last = now
                 with group.lock:
-                    print(("\r\x1b[2K" if tty else "") + group.line(), end="" if tty else "\n",
-                          file=sys.stderr, flush=True)
+                    if tty:
+                        group.status.update(group.line())
+                    else:
+                        print(group.line(), file=sys.stderr, flush=True)
     finally:
         for p in procs:  # this process is going away (an error here): its shards stop too
             if p.poll() is None:
@@ -134,8 +141,7 @@ def run_local_shards(argv: list[str], n: int, out: str, start_at: str | None, dr
             t.join(5)
         for s, h in old.items():
             signal.signal(s, h)
-    if tty:
-        print(file=sys.stderr)
+    group.status.close()
     failed = [(sh, p.returncode) for sh, p in zip(shards, procs) if p.returncode not in (0, 130, 143)]
     if dry_run:
         return max((rc for _, rc in failed), default=0)

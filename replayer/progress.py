@@ -1,6 +1,6 @@
-"""A one-line live progress display on a terminal; silent when stderr is not a TTY. With
-`json_lines`, one JSON object per interval instead ({"progress": snapshot}), for a parent
-process that combines the progress of several shards."""
+"""A one-line live progress display on a terminal (shadowreplay.console); silent when stderr
+is not a TTY. With `json_lines`, one JSON object per interval instead ({"progress": snapshot}),
+for a parent process that combines the progress of several shards."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+
+from shadowreplay.console import StatusLine
 
 
 class Progress:
@@ -17,7 +19,8 @@ class Progress:
         self.json_lines = json_lines
         self.interval_s = interval_s
         self.stream = stream or sys.stderr
-        self.enabled = force or json_lines or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self._line = None if json_lines else StatusLine(self.stream, force=force)
+        self.enabled = json_lines or bool(self._line and self._line.enabled)
         self._task: asyncio.Task | None = None
 
     def line(self) -> str:
@@ -34,10 +37,12 @@ class Progress:
             self.stream.flush()
 
     def _write(self, final: bool) -> None:
-        if self.json_lines:
+        if self._line is None:
             self.stream.write(json.dumps({"progress": self.snapshot()}) + "\n")
+        elif final:
+            self._line.close(self.line())
         else:
-            self.stream.write("\r\x1b[2K" + self.line() + ("\n" if final else ""))
+            self._line.update(self.line())
 
     def start(self) -> None:
         if self.enabled:

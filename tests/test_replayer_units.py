@@ -150,4 +150,4 @@ def test_progress_line_on_tty_only():
 
     asyncio.run(asyncio.wait_for(go(), 5))
     assert "sent 3/10  in flight 2  done 1  errors 0  lag 0.25 ms" in out.getvalue()
-    assert out.getvalue().endswith("\n")
+    assert out.getvalue().rstrip("\x1b[?25h").endswith("lag 0.25 ms\n")  # the last line stays, ended

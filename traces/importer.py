@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from shadowreplay import llmapi
+from shadowreplay.console import StatusLine
 from shadowreplay.dataset import parquet_files, write_table
 from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError
@@ -411,7 +412,8 @@ def run_import(o: ImportOptions, report: Report | None = None) -> Report:
 def _pump(o: ImportOptions, stem: str, report: Report, writer: HourWriter, synth, step_us) -> None:
     checker = Checker(report, o.path.name)
     seen_ids: set = set()
-    progress = sys.stderr.isatty() if o.progress is None else o.progress
+    status = StatusLine(force=bool(o.progress))
+    progress = status.enabled and o.progress is not False
     t0 = last = time.monotonic()
     taken = 0
     window = None
@@ -438,9 +440,8 @@ def _pump(o: ImportOptions, stem: str, report: Report, writer: HourWriter, synth
         now = time.monotonic()
         if progress and now - last >= 1.0:
             last = now
-            print(f"\r{taken:,} rows  {taken / (now - t0):,.0f} rows/s", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+            status.update(f"{taken:,} rows  {taken / (now - t0):,.0f} rows/s")
+    status.close()
     if o.limit is not None:
         report.rows_read = min(report.rows_read, taken + sum(v for k, v in report.counts.items() if k == "unparseable"))
     checker.finish(bool(step_us))
