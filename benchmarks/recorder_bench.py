@@ -69,16 +69,14 @@ def free_port() -> int:
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def alive() -> None:
         if proc.poll() is not None:
             raise SystemExit(f"process exited early: {proc.args}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"port {port} did not open")
+
+    from shadowreplay.ports import wait_listening
+
+    if not wait_listening(port, timeout, alive=alive):
+        raise SystemExit(f"port {port} did not open")
 
 
 def proc_cpu_s(pid: int) -> float:

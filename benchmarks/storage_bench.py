@@ -33,21 +33,14 @@ def _synth():
 
 
 def _moto(log: Path) -> tuple[subprocess.Popen, str]:
-    from shadowreplay.ports import free_ports
+    from shadowreplay import ports
 
-    port = free_ports(1)[0]
+    port = ports.free_ports(1)[0]
     exe = Path(sys.executable).parent / "moto_server"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 30
-    import socket
-
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.05)
+    if ports.wait_listening(port, 30):
+        return proc, f"http://127.0.0.1:{port}"
     proc.kill()
     raise SystemExit("moto_server did not start")
 

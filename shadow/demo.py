@@ -32,7 +32,6 @@ import math
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from typing import Any
 
 from shadowreplay import sqlfiles
 from shadowreplay.errors import ConfigError, ShadowReplayError, TargetError
-from shadowreplay.ports import free_ports
+from shadowreplay.ports import free_ports, wait_listening
 
 from .engine import EngineConfig, VllmServer, log_tail
 from .pii_check import LeakChecker
@@ -521,14 +520,8 @@ def wait_all_ready(servers: dict[str, VllmServer], timeout_s: float) -> None:
 
 
 def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        check_alive(proc, "the recorder", log)
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
+    if wait_listening(port, timeout_s, alive=lambda: check_alive(proc, "the recorder", log), poll_s=0.2):
+        return
     raise TargetError(f"the recorder did not listen on port {port} within {timeout_s:.0f} s:\n{log_tail(log)}")
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 _RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -60,3 +62,27 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 
 def free_port(host: str = "127.0.0.1") -> int:
     return free_ports(1, host)[0]
+
+
+def listening(port: int, host: str = "127.0.0.1", timeout_s: float = 0.2) -> bool:
+    """True when something accepts TCP connections on host:port now."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def wait_listening(port: int, timeout_s: float, alive: Callable[[], None] | None = None, host: str = "127.0.0.1",
+                   poll_s: float = 0.05) -> bool:
+    """Polls until host:port accepts connections (True) or `timeout_s` passes (False). `alive()` is
+    called before each try: it raises to stop early (the server's process exited, say)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if alive is not None:
+            alive()
+        if listening(port, host):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)

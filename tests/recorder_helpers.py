@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from shadowreplay import ports
 from tests.sse_server import SseServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,11 +44,7 @@ def wait_for(cond: Callable[[], Any], timeout: float = 20.0, interval: float = 0
 
 
 def port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+    return ports.listening(port, host)
 
 
 def mitmdump_cmd() -> list[str]:

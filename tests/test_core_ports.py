@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from shadowreplay import ports
 from shadowreplay.ports import free_ports
 
 
@@ -35,3 +36,34 @@ def test_a_port_in_use_is_never_handed_out(monkeypatch):
         monkeypatch.setattr(P, "_ephemeral_low", lambda: taken + 101)  # the range is [taken, taken + 101)
         ports = free_ports(1)
         assert ports[0] != taken and taken <= ports[0] < taken + 101
+
+
+def test_wait_listening_sees_a_server_come_up_and_stops_when_told():
+    import threading
+
+    (port,) = free_ports(1)
+    assert not ports.listening(port)
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tries = []
+
+    def alive() -> None:
+        tries.append(1)
+        if len(tries) == 3:  # the server comes up while we wait
+            srv.bind(("127.0.0.1", port))
+            srv.listen()
+
+    with srv:
+        assert ports.wait_listening(port, 10, alive=alive, poll_s=0.01) and len(tries) == 3
+        assert ports.listening(port)
+    assert not ports.wait_listening(port, 0.05, poll_s=0.01)  # gone again: times out
+
+    stopped = threading.Event()
+
+    def dead() -> None:
+        stopped.set()
+        raise RuntimeError("the server's process exited")
+
+    with pytest.raises(RuntimeError, match="exited"):
+        ports.wait_listening(port, 10, alive=dead)
+    assert stopped.is_set()

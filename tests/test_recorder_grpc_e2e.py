@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import grpc
 import pyarrow.parquet as pq
 import pytest
 
+from shadowreplay import ports
 from shadowreplay.dataset import parquet_files
 from shadowreplay.schema import REQUESTS
 from tests.conftest import REPO, free_port
@@ -44,15 +44,12 @@ PROMPT = (
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def alive() -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"mitmdump exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
+
+    if ports.wait_listening(port, timeout, alive=alive):
+        return
     raise TimeoutError(f"mitmdump did not listen on {port}")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
