@@ -34,23 +34,12 @@ from pathlib import Path
 
 
 from faker import Faker  # noqa: E402
+from stdnum import luhn  # noqa: E402 (the bench extra)
 
 KEEP_KEYS = {"model", "role", "type", "id", "tool_call_id", "tool_choice", "name"}
 
 
 # ------------------------------------------------------------------ planted PII
-def _luhn_digit(body: str) -> str:
-    total = 0
-    for i, ch in enumerate(reversed(body)):
-        d = int(ch)
-        if i % 2 == 0:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return str((10 - total % 10) % 10)
-
-
 def _fullwidth(s: str) -> str:
     return "".join(chr(ord(c) - 48 + 0xFF10) if c.isdigit() else c for c in s)
 
@@ -110,7 +99,7 @@ class Planter:
             body = "5" + self.r.choice("12345") + "".join(self.r.choice(string.digits) for _ in range(13))
         else:
             body = self.r.choice(["34", "37"]) + "".join(self.r.choice(string.digits) for _ in range(12))
-        d = body + _luhn_digit(body)
+        d = body + luhn.calc_check_digit(body)  # python-stdnum: ground truth independent of ours
         if len(d) == 15:
             v = self.r.choice([d, f"{d[:4]} {d[4:10]} {d[10:]}"])
         else:
