@@ -450,9 +450,46 @@ def _chinese(text: str, out: list[Span]) -> None:
     nr = [i for i, t in enumerate(toks.tag) if t in _NR]
     if nr:
         _tagged(text, toks, nr, out)
+    n0 = len(out)
     _surname_led(text, toks, out)
+    _titled(text, toks, out)
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
+    if len(out) > n0 or nr:
+        _listed_beside(toks, out, n0)
+
+
+_CN_LIST_JOINS = frozenset("、 和 与 及 同 跟".split())
+
+
+def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
+    """Names listed with a name found (毛泽东、周恩来、刘少奇; 江泽民和李鹏): a whole word beside
+    it, across 、 or 和, that could be a name (a surname and plausible given characters, or a
+    transliteration) is one too, and so on along the list."""
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    n = len(word)
+    found = {sp.start: sp.end for sp in out[n0:]}
+    found.update({sp.start: sp.end for sp in out[:n0] if sp.kind == PERSON})
+    is_name = [found.get(start[i]) == end_[i] for i in range(n)]
+    todo = [i for i in range(n) if is_name[i]]
+    while todo:
+        i = todo.pop()
+        for j, joint in ((i + 2, i + 1), (i - 2, i - 1)):
+            if 0 <= j < n and not is_name[j] and word[joint] in _CN_LIST_JOINS and _could_be_name(toks, j):
+                is_name[j] = True
+                out.append(Span(start[j], end_[j], PERSON))
+                todo.append(j)
+
+
+def _could_be_name(toks: _Tokens, i: int) -> bool:
+    w, t = toks.word[i], toks.tag[i]
+    if not 2 <= len(w) <= 6 or w in ZH_PLACES or w in _CN_NOT_NAMES or t in _CN_NOT_NAME_TAGS or t in _CN_FUNCTION_TAGS:
+        return False
+    k = _surname_len(w)
+    if k and len(w) - k <= 2 and all(_is_cjk(c) for c in w):
+        score = _given_score(w[k:])
+        return _given_plausible(w[k:]) and score >= 0.0 and (len(w) > 2 or not _zh_common(w))
+    return all(c in _CN_TRANSLIT for c in w) and not _zh_common(w)
 
 
 def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
@@ -491,7 +528,12 @@ def _context(toks: _Tokens, i: int, j: int) -> bool:
     """A title right before tokens i..j, or a title or speech verb right after them."""
     before = toks.word[i - 1] if i > 0 else ""
     after = toks.word[j + 1] if j + 1 < len(toks.word) else ""
-    return before in _CN_TITLES or before.endswith(("长", "记者")) or after in _CN_TITLES or after in _CN_SPEECH
+    return (before in _CN_TITLES or (len(before) >= 2 and before.endswith(_CN_ROLE_ENDS)) or after in _CN_TITLES
+            or after in _CN_SPEECH)
+
+
+# last characters of words naming a person's role (部长, 记者, 协调员, 投资家, 选手, 领导人)
+_CN_ROLE_ENDS = ("长", "记者", "员", "家", "手", "人")
 
 
 def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
@@ -517,18 +559,27 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
         if any(end_[k] != start[k + 1] for k in range(i, j)):
             continue  # not one stretch of text
         name = text[s:end]
-        while name[-2:] in _CN_NOT_NAMES or name[-1:] in _CN_NOT_NAMES:  # 王芳小姐 tagged as one name
-            cut = 2 if name[-2:] in _CN_NOT_NAMES else 1
-            name, end = name[:-cut], end - cut
+        titled = False
+        while len(name) > 1:  # 王芳小姐, 孙先生, 周总理 tagged as one name: the title is no name
+            cut = next((c for c in (3, 2, 1) if len(name) > c and (name[-c:] in _CN_NOT_NAMES or name[-c:] in _CN_TITLES)), 0)
+            if not cut:
+                break
+            name, end, titled = name[:-cut], end - cut, True
         k = _surname_len(name)
-        if len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
+        if titled and len(name) == k:
+            ok = True  # a surname alone before a title: 孙先生, 韩女士
+        elif len(name) == 2 and name[1] == "某" and k == 1:
+            ok = True  # 李某: a person whose name the writer withholds, still a person
+        elif len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
             ok = False
         elif (i + 1 < n and word[i + 1] in _DOTS) or any(c in _DOTS for c in name):
             ok = True
         elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
             # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
             # also a frequent word (文明, 祝贺, 莫斯科) needs context
-            ok = (not _zh_common(name) and _given_plausible(name[k:])) or _context(toks, i, j)
+            # (a famous name is a frequent word too: one whose given characters stand in
+            # names far more often than in text, 李鹏, 孙中山, needs no context)
+            ok = (_given_plausible(name[k:]) and (not _zh_common(name) or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)) or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
             ok = len(name) <= 6 and _context(toks, i, j)
         if ok:
@@ -541,6 +592,7 @@ _CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
 _CN_NOT_NAME_TAGS = frozenset("ns nt nz m q a ad an v vn d f s".split())
 _CN_GIVEN_MIN = 2.0  # summed zh_given_scores() of the given characters a name needs without context
 _CN_FAMOUS = 3.0  # ...and one that is also a frequent word (周恩来, 江泽民)
+_CN_FAMOUS_TAGGED = 5.0  # summed score a name jieba tags needs when it is also a frequent word (李鹏)
 _CN_TAGGED_MIN = -4.0  # no given character of a name jieba tags may score below this (部 -4.4)
 # characters of transliterated names (克林顿, 内塔尼亚胡); one made only of these that jieba tags
 # a name, and that is no frequent word or known place, is taken for a person
@@ -610,6 +662,23 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
         elif (3 <= len(w) <= 6 and tag[i] in _NR and w not in ZH_ZIPF and w not in ZH_PLACES
               and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)):
             out.append(Span(p, p + len(w), PERSON))
+
+
+def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
+    """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
+    surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
+    秘书长/安南, 恩佐/说), a whole word made only of transliteration characters."""
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    n = len(word)
+    for i, w in enumerate(word):
+        nxt = word[i + 1] if i + 1 < n and start[i + 1] == end_[i] else ""
+        if _surname_len(w) == len(w) and len(w) <= 2:
+            if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in _CN_NOT_NAME_TAGS:
+                if i == 0 or end_[i - 1] != start[i] or not (_is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1):
+                    out.append(Span(start[i], end_[i], PERSON))
+        elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+              and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
+            out.append(Span(start[i], end_[i], PERSON))
 
 
 def text_of(toks: _Tokens, s: int, e: int) -> str:

@@ -272,7 +272,7 @@ class Substituter:
             out.append(rng.choice(CN_SUB_SURNAMES))
             i = 1
         for ch in orig[i:]:
-            out.append(rng.choice(CN_GIVEN_CHARS) if is_cjk(ch) else ch)
+            out.append(rng.choice(CN_GIVEN_CHARS) if is_cjk(ch) and ch != "某" else ch)  # 李某 stays X某
         return "".join(out)
 
     def mask(self, text: str) -> str:
