@@ -17,7 +17,6 @@ import numpy as np
 from shadowreplay.dataset import run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
-from shadowreplay.sqlfiles import fill
 
 from . import fmt, stats
 from .session import (
@@ -93,14 +92,18 @@ def _register(con, path: str, schema: str) -> Side:
     return side
 
 
-def _load(con, side: Side, params: dict[str, Any], subset: str) -> None:
+def _load(con, side: Side, params: dict[str, Any], where: str | None) -> None:
     """The side's histograms and counts for every group."""
     con.execute(f"SET schema = '{side.schema}'")
     try:
-        con.execute(fill(sql_text("compare_lat"), subset=subset))  # the --where predicate, as the user wrote it
+        # the --where predicate parsed as one expression (no SQL pasted): in_subset per request
+        pred = duckdb.SQLExpression(where) if where else duckdb.ConstantExpression(True)
+        in_subset = duckdb.CoalesceOperator(pred, duckdb.ConstantExpression(False)).alias("in_subset")
+        con.table("lat").select(duckdb.StarExpression(), in_subset).create_view("lat_subset", replace=True)
+        con.execute(sql_text("compare_lat"))
         side.has_ttft = has_column_data(con, "ttft_ms")
     except duckdb.Error as e:
-        if subset != "TRUE":
+        if where:
             raise ConfigError(f"--where: {first_line(e)} (a DuckDB predicate over the lat view's columns, "
                               "e.g. \"prompt_tokens < 500 AND client_id <> 'c_x'\")") from None
         raise DatasetError(f"{side.path}: {first_line(e)}") from None
@@ -108,13 +111,13 @@ def _load(con, side: Side, params: dict[str, Any], subset: str) -> None:
         con.execute("SET schema = 'main'")
     run_ids = list(range(side.runs))
     b = query_arrays(con, "compare_bins", params | {"log_step": stats.LOG_STEP}, schema=side.schema)
-    for grp, key, m in _group_masks(b, subset != "TRUE"):
+    for grp, key, m in _group_masks(b, bool(where)):
         for metric in ("ttft", "e2e", "itl"):
             mm = m & (b["metric"] == metric)
             if mm.any():
                 side.hists[(grp, key, metric)] = stats.Hist.from_arrays(b["run"][mm], b["bin"][mm], b["n"][mm], runs=run_ids)
     c = query_arrays(con, "compare_counts", params, schema=side.schema)
-    for grp, key, m in _group_masks(c, subset != "TRUE"):
+    for grp, key, m in _group_masks(c, bool(where)):
         per_run = {k: np.zeros(side.runs) for k in ("requests", "failed", "good", "tokens", "span_s")}
         runs = c["run"][m].astype(int)
         for k in ("requests", "failed", "good", "tokens"):
@@ -223,7 +226,6 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
     if not 0.5 <= level < 1:
         raise ConfigError("--level must be between 0.5 and 1 (e.g. 0.95)")
     con = connect(warmup_s=warmup_s)
-    subset = f"({where})" if where else "TRUE"
     paths = [a, b] + (list(aa) if aa else [])
     sides: dict[str, Side] = {}
     for i, p in enumerate(paths):
@@ -239,7 +241,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
     bucket = bucket_s or _nice_bucket(span)
     params["cmp_bucket_s"] = bucket
     for s in sides.values():
-        _load(con, s, params, subset)
+        _load(con, s, params, where)
     for s in (sa, sb):
         if s.requests and not s.has_ttft:
             notes.append(f"{s.path}: no TTFT (not streamed)")

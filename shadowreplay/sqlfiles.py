@@ -14,7 +14,8 @@ parameter, so the analysis views read DuckDB session variables (`SET VARIABLE x 
 Parquet glob list or a column list made from the schema is SQL text. For those, `fill` puts a
 `:name` marker's text in, and `literal` / `identifier` quote strings by DuckDB's rules (the
 one place for that). A user's predicate (`--where`) is a DuckDB expression: give it to the
-relational API (`relation(...).filter(text)`), which parses it as one expression."""
+relational API (`relation(...).filter(text)` or `duckdb.SQLExpression(text)`), which parses it
+as one expression."""
 
 from __future__ import annotations
 

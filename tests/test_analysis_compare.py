@@ -130,8 +130,9 @@ def test_where_subset(runs, capsys):
     p = _np(req, "prompt_tokens")
     assert sub[0]["requests"] == [int((p > 200).sum())] * 2
     assert sub[0]["figures"]["E2E P50"]["b"] == pytest.approx(np.percentile(_np(slow, "e2e_ms")[p > 200], 50), rel=1e-3)
-    rc, out, err = run_cli(capsys, "compare", root / "same", root / "slow", "--where", "no_such_column > 1")
-    assert rc == 2 and "--where" in err and "Traceback" not in err
+    for bad in ("no_such_column > 1", "prompt_len > 1) OR (1 = 1", "true; DROP TABLE s0.lat_mat"):
+        rc, out, err = run_cli(capsys, "compare", root / "same", root / "slow", "--where", bad)
+        assert rc == 2 and "--where" in err and "Traceback" not in err, (bad, err)  # one expression, nothing else
 
 
 def test_warmup_leaves_the_start_out(runs, capsys):
