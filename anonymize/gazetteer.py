@@ -17,7 +17,10 @@ from faker.providers.person.zh_CN import Provider as _Zh
 
 _COMPOUND_EXTRA = ("欧阳", "司马", "诸葛", "上官", "东方", "皇甫", "令狐", "慕容", "司徒", "夏侯", "尉迟", "长孙", "宇文", "公孙")
 
-CN_SURNAMES_1: frozenset[str] = frozenset(s for s in _Zh.last_names if len(s) == 1)
+# common surnames Faker's list has only in another form (萧/肖, 傅/付, 阎/闫: the simplified
+# variants written as often as the listed ones)
+_VARIANTS_1 = "肖付闫"
+CN_SURNAMES_1: frozenset[str] = frozenset([s for s in _Zh.last_names if len(s) == 1] + list(_VARIANTS_1))
 CN_SURNAMES_2: frozenset[str] = frozenset([s for s in _Zh.last_names if len(s) == 2] + list(_COMPOUND_EXTRA))
 # The most common single-character surnames, used for substitutes (Faker's list is frequency ordered).
 CN_SUB_SURNAMES: tuple[str, ...] = tuple(s for s in list(_Zh.last_names)[:120] if len(s) == 1)

@@ -448,15 +448,37 @@ def _chinese(text: str, out: list[Span]) -> None:
     if not toks.word:
         return
     nr = [i for i, t in enumerate(toks.tag) if t in _NR]
+    n0 = len(out)
     if nr:
         _tagged(text, toks, nr, out)
-    n0 = len(out)
     _surname_led(text, toks, out)
     _titled(text, toks, out)
+    if len(out) > n0:
+        out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
     if len(out) > n0 or nr:
         _listed_beside(toks, out, n0)
+
+
+# negative evidence: what ends the names of organisations (党支部, 劳动部, 居委会, 国大党) and
+# the words that follow a place or a body, never a person (南昆/铁路, 罗布泊/地区, X/公司)
+_CN_ORG_ENDS = frozenset("部委会局厅署办院党联社所司处")
+_CN_PLACE_NEXT = frozenset(
+    "铁路 公路 地区 地带 一带 境内 流域 公司 集团 企业 工厂 冲突 县 市 省 区 镇 乡 村 路 街 山 江 河 湖 岛 港 "
+    "大学 学院 中学 小学 医院 宾馆 饭店 酒店 银行 机场 车站 大桥 大街 广场 景区 牌 商标 品牌".split()
+)
+
+
+def _place_or_body(text: str, toks: _Tokens, sp: Span) -> bool:
+    """A Chinese name candidate that is the name of a place or an organisation by what ends it
+    or what follows it."""
+    if sp.kind != PERSON or sp.end - sp.start < 2 or not _is_cjk(text[sp.start]):
+        return False
+    if text[sp.end - 1] in _CN_ORG_ENDS:
+        return True
+    k = bisect.bisect_left(toks.start, sp.end)
+    return k < len(toks.start) and toks.start[k] == sp.end and toks.word[k] in _CN_PLACE_NEXT
 
 
 _CN_LIST_JOINS = frozenset("、 和 与 及 同 跟".split())
@@ -664,6 +686,10 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
             out.append(Span(p, p + len(w), PERSON))
 
 
+# titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
+_CN_GLUED_TITLES = frozenset(_CN_HONORIFICS) | frozenset("主席 总理 总统 首相 部长 市长 省长 县长 大使 司令 将军 教练".split())
+
+
 def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
     """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
     surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
@@ -672,10 +698,18 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
     n = len(word)
     for i, w in enumerate(word):
         nxt = word[i + 1] if i + 1 < n and start[i + 1] == end_[i] else ""
-        if _surname_len(w) == len(w) and len(w) <= 2:
-            if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in _CN_NOT_NAME_TAGS:
-                if i == 0 or end_[i - 1] != start[i] or not (_is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1):
+        k = _surname_len(w)
+        if k == len(w) and k <= 2:
+            # (何/r 教授: a common surname jieba reads as a pronoun is still one before a title)
+            if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and (tag[i] not in _CN_FUNCTION_TAGS or w in _CN_LEAD) and tag[i] not in _CN_NOT_NAME_TAGS:
+                if i == 0 or end_[i - 1] != start[i] or not ((_is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1) or tag[i - 1] == "m"):
                     out.append(Span(start[i], end_[i], PERSON))
+        elif k and w[k:] in _CN_GLUED_TITLES and tag[i] not in _NR:
+            out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
+        elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+              and all(_is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES and not _zh_common(w)
+              and _given_plausible(w[k:]) and _context(toks, i, i)):
+            out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
         elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
               and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
             out.append(Span(start[i], end_[i], PERSON))
