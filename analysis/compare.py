@@ -7,6 +7,7 @@ folders) is pooled, and its runs are resampled as wholes (analysis/stats.py)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 from shadowreplay.dataset import run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
+from shadowreplay.sqlfiles import identifier
 
 from . import fmt, stats
 from .session import (
@@ -31,9 +33,9 @@ NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 
 LATENCY = (("TTFT P50", "ttft", 0.5), ("TTFT P95", "ttft", 0.95), ("TTFT P99", "ttft", 0.99),
            ("E2E P50", "e2e", 0.5), ("E2E P95", "e2e", 0.95), ("E2E P99", "e2e", 0.99), ("ITL P99", "itl", 0.99))
 SHARES = (("error rate", "failed", True), ("goodput share", "good", False))  # (label, count, lower is better)
-# The lat columns kept in memory per side (a --where may use any of them).
-KEEP = ("run", "request_id", "t", "fold_t", "kind", "model", "client_id", "route", "status", "failed", "ttft_ms", "e2e_ms",
-        "tpot_mean_ms", "prompt_tokens", "completion_tokens", "prompt_len", "send_lag_ms")
+# The lat columns compare's queries read; a side keeps these in memory, and those its --where names.
+NEEDED = ("run", "request_id", "t", "client_id", "failed", "ttft_ms", "e2e_ms", "tpot_mean_ms", "completion_tokens",
+          "send_lag_ms")
 GROUP_FIGURES = ("TTFT P50", "TTFT P95", "TTFT P99", "E2E P50", "E2E P95", "E2E P99", "goodput share")
 
 
@@ -59,9 +61,16 @@ class Side:
         return {"path": self.path, "table": self.table, "sources": self.sources, "requests": self.requests, "runs": self.runs}
 
 
-def _register(con, path: str, schema: str) -> Side:
+def _kept(columns: list[str], where: str | None) -> list[str]:
+    """The columns to keep in memory: what the queries read and every one the predicate names
+    (a word of it that is a column's name: a superset, never a miss)."""
+    named = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_$]*", where or "")}
+    return ["run"] + [c for c in columns if c != "run" and (c in NEEDED or c.lower() in named)]
+
+
+def _register(con, path: str, schema: str, where: str | None) -> Side:
     """Views of every run of `path` in schemas SCHEMA_0, SCHEMA_1, ...; SCHEMA.lat is their union
-    with a `run` column."""
+    with a `run` column, read once into memory."""
     side = Side(path=path, schema=schema)
     runs = run_dirs(path)
     side.runs = len(runs)
@@ -84,7 +93,9 @@ def _register(con, path: str, schema: str) -> Side:
     # Every run's Parquet read once, into memory, with the columns the queries and a --where use.
     try:
         con.execute("SET preserve_insertion_order = false")
-        con.execute(f"CREATE OR REPLACE TABLE {schema}.lat_mat AS SELECT {', '.join(KEEP)} FROM (" + " UNION ALL ".join(parts) + ")")
+        cols = _kept(con.table(f"{schema}_0.lat").columns, where)
+        con.execute(f"CREATE OR REPLACE TABLE {schema}.lat_mat AS SELECT {', '.join(map(identifier, cols))} FROM ("
+                    + " UNION ALL ".join(parts) + ")")
     except duckdb.Error as e:
         raise DatasetError(f"cannot read {path}: {first_line(e)}") from None
     con.execute(f"CREATE OR REPLACE VIEW {schema}.lat AS SELECT * FROM {schema}.lat_mat")
@@ -230,7 +241,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
     sides: dict[str, Side] = {}
     for i, p in enumerate(paths):
         if p not in sides:
-            sides[p] = _register(con, p, f"s{i}")
+            sides[p] = _register(con, p, f"s{i}", where)
     sa, sb = sides[a], sides[b]
     notes: list[str] = []
     for s in sides.values():
