@@ -453,10 +453,10 @@ def _chinese(text: str, out: list[Span]) -> None:
         _tagged(text, toks, nr, out)
     _surname_led(text, toks, out)
     _titled(text, toks, out)
-    if len(out) > n0:
-        out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
+    if len(out) > n0:
+        out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if len(out) > n0 or nr:
         _listed_beside(toks, out, n0)
 

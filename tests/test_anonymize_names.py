@@ -191,6 +191,11 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("会上宋婷婷和蒋建军发言", ["宋婷婷", "蒋建军"]),
         ("老张和小王都来了", ["老张", "小王"]),
         ("会谈时内塔尼亚胡表示", ["内塔尼亚胡"]),
+        # surnames Faker lists in another form (萧/肖)
+        ("肖志刚今天请假了", ["肖志刚"]),
+        # beside a title or role word; listed with a name found (周恩来 is also a frequent word)
+        ("国务委员罗干出席", ["罗干"]),
+        ("名单上有刘宏和周恩来", ["刘宏", "周恩来"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -199,9 +204,27 @@ def test_chinese_names(scrubber, text, names):
 
 
 @pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里",
-                                  "人民的智慧和全军将士", "宣传部发布了通知", "我们要提高素质"])
+                                  "人民的智慧和全军将士", "宣传部发布了通知", "我们要提高素质",
+                                  # places and bodies: what ends them or follows them (铁路, 书记 after 党支部)
+                                  "南昆铁路全线通车", "党支部书记主持了会议", "居委会主任来了",
+                                  "他是该国第九任总统", "三千名党代表参加大会"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
+
+
+@pytest.mark.parametrize("text,surname", [("请孙先生到前台办理手续", "孙"), ("何教授的观点很新颖", "何"), ("按照江主席的指示办", "江"),
+                                          ("这件事请刘主任定", "刘")])
+def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
+    """孙先生, 何/教授 (jieba reads 何 as a pronoun), 江主席 as one word: the surname is replaced,
+    the title and everything else kept."""
+    r = scrubber.scrub_text(text)
+    i = text.index(surname)
+    assert r.text[i] != surname and r.text[:i] + r.text[i + 1 :] == text[:i] + text[i + 1 :], r.text
+
+
+def test_withheld_name_keeps_mou(scrubber):
+    r = scrubber.scrub_text("李某昨天在超市被人举报")
+    assert r.text[1:] == "某昨天在超市被人举报" and r.text[0] != "李" and r.counts == {"person": 1}
 
 
 # ---------------------------------------------------------------- source code
