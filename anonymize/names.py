@@ -688,31 +688,51 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
 
 # titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
 _CN_GLUED_TITLES = frozenset(_CN_HONORIFICS) | frozenset("主席 总理 总统 首相 部长 市长 省长 县长 大使 司令 将军 教练".split())
+_CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_SPEECH  # the words _context looks for
 
 
 def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
     """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
     surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
-    秘书长/安南, 恩佐/说), a whole word made only of transliteration characters."""
-    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    秘书长/安南, 恩佐/说), a whole word made only of transliteration characters. Only the words
+    next to a title, role word or speech verb are looked at."""
+    word = toks.word
     n = len(word)
+    cands: set[int] = set()
     for i, w in enumerate(word):
-        nxt = word[i + 1] if i + 1 < n and start[i + 1] == end_[i] else ""
-        k = _surname_len(w)
-        if k == len(w) and k <= 2:
-            # (何/r 教授: a common surname jieba reads as a pronoun is still one before a title)
-            if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and (tag[i] not in _CN_FUNCTION_TAGS or w in _CN_LEAD) and tag[i] not in _CN_NOT_NAME_TAGS:
-                if i == 0 or end_[i - 1] != start[i] or not ((_is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1) or tag[i - 1] == "m"):
-                    out.append(Span(start[i], end_[i], PERSON))
-        elif k and w[k:] in _CN_GLUED_TITLES and tag[i] not in _NR:
-            out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
-        elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
-              and all(_is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES and not _zh_common(w)
-              and _given_plausible(w[k:]) and _context(toks, i, i)):
-            out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
-        elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
-              and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
-            out.append(Span(start[i], end_[i], PERSON))
+        if w in _CN_BESIDE or (len(w) >= 2 and w[-1] in _CN_ROLE_LAST):
+            if i:
+                cands.add(i - 1)
+            if i + 1 < n and w not in _CN_SPEECH:
+                cands.add(i + 1)
+        elif len(w) >= 2 and (w[1:] in _CN_GLUED_TITLES or w[2:] in _CN_GLUED_TITLES):
+            cands.add(i)
+    for i in sorted(cands):
+        _titled_at(toks, i, out)
+
+
+_CN_ROLE_LAST = frozenset("长员家手人")
+
+
+def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    w = word[i]
+    nxt = word[i + 1] if i + 1 < len(word) and start[i + 1] == end_[i] else ""
+    k = _surname_len(w)
+    if k == len(w) and k <= 2:
+        # (何/r 教授: a common surname jieba reads as a pronoun is still one before a title)
+        if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and (tag[i] not in _CN_FUNCTION_TAGS or w in _CN_LEAD) and tag[i] not in _CN_NOT_NAME_TAGS:
+            if i == 0 or end_[i - 1] != start[i] or not ((_is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1) or tag[i - 1] == "m"):
+                out.append(Span(start[i], end_[i], PERSON))
+    elif k and w[k:] in _CN_GLUED_TITLES and tag[i] not in _NR:
+        out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
+    elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+          and all(_is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES and not _zh_common(w)
+          and _given_plausible(w[k:]) and _context(toks, i, i)):
+        out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
+    elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+          and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
+        out.append(Span(start[i], end_[i], PERSON))
 
 
 def text_of(toks: _Tokens, s: int, e: int) -> str:
