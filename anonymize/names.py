@@ -490,15 +490,18 @@ def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
     transliteration) is one too, and so on along the list."""
     word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
     n = len(word)
-    found = {sp.start: sp.end for sp in out[n0:]}
-    found.update({sp.start: sp.end for sp in out[:n0] if sp.kind == PERSON})
-    is_name = [found.get(start[i]) == end_[i] for i in range(n)]
-    todo = [i for i in range(n) if is_name[i]]
+    is_name: set[int] = set()
+    for sp in out:
+        if sp.kind == PERSON:
+            i = bisect.bisect_left(start, sp.start)
+            if i < n and start[i] == sp.start and end_[i] == sp.end:
+                is_name.add(i)
+    todo = list(is_name)
     while todo:
         i = todo.pop()
         for j, joint in ((i + 2, i + 1), (i - 2, i - 1)):
-            if 0 <= j < n and not is_name[j] and word[joint] in _CN_LIST_JOINS and _could_be_name(toks, j):
-                is_name[j] = True
+            if 0 <= j < n and j not in is_name and word[joint] in _CN_LIST_JOINS and _could_be_name(toks, j):
+                is_name.add(j)
                 out.append(Span(start[j], end_[j], PERSON))
                 todo.append(j)
 
@@ -688,6 +691,7 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
 
 # titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
 _CN_GLUED_TITLES = frozenset(_CN_HONORIFICS) | frozenset("主席 总理 总统 首相 部长 市长 省长 县长 大使 司令 将军 教练".split())
+_CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t in _CN_GLUED_TITLES)  # 江主席, 王老师
 _CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_SPEECH  # the words _context looks for
 
 
@@ -698,15 +702,20 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
     next to a title, role word or speech verb are looked at."""
     word = toks.word
     n = len(word)
+    beside, role, glued = _CN_BESIDE, _CN_ROLE_LAST, _CN_GLUED_WORDS
+    hits = [i for i, w in enumerate(word) if w in beside or w[-1] in role or w in glued]
+    if not hits:
+        return
     cands: set[int] = set()
-    for i, w in enumerate(word):
-        if w in _CN_BESIDE or (len(w) >= 2 and w[-1] in _CN_ROLE_LAST):
+    for i in hits:
+        w = word[i]
+        if w in glued:
+            cands.add(i)
+        elif w in beside or len(w) >= 2:
             if i:
                 cands.add(i - 1)
             if i + 1 < n and w not in _CN_SPEECH:
                 cands.add(i + 1)
-        elif len(w) >= 2 and (w[1:] in _CN_GLUED_TITLES or w[2:] in _CN_GLUED_TITLES):
-            cands.add(i)
     for i in sorted(cands):
         _titled_at(toks, i, out)
 
