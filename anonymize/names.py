@@ -863,8 +863,16 @@ def mention_pattern(words: frozenset[str], json_text: bool = False) -> re.Patter
 
 def mentions(text: str, words: set[str], out: list[Span]) -> None:
     """Every whole-word mention in `text` of the given name words (found elsewhere in it)."""
-    if words:
-        out.extend(Span(m.start(), m.end(), PERSON) for m in mention_pattern(frozenset(words)).finditer(text))
+    if not words:
+        return
+    if all(_is_cjk(w[0]) for w in words):  # Chinese names only: str.find, no regex to compile
+        for w in words:
+            p = text.find(w)
+            while p >= 0:
+                out.append(Span(p, p + len(w), PERSON))
+                p = text.find(w, p + len(w))
+        return  # (overlaps, as 王芳 in 王芳芳, are resolved by the caller: earliest, longest first)
+    out.extend(Span(m.start(), m.end(), PERSON) for m in mention_pattern(frozenset(words)).finditer(text))
 
 
 # ---------------------------------------------------------------- JSON values under name keys
