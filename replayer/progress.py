@@ -16,7 +16,6 @@ class Progress:
     def __init__(self, snapshot: Callable[[], dict], interval_s: float = 0.5, stream=None, force: bool = False,
                  json_lines: bool = False):
         self.snapshot = snapshot
-        self.json_lines = json_lines
         self.interval_s = interval_s
         self.stream = stream or sys.stderr
         self._line = None if json_lines else StatusLine(self.stream, force=force)

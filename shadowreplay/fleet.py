@@ -46,12 +46,16 @@ def status_path(root: str | os.PathLike | Location, instance: str) -> Location:
     return location(root) / STATUS_DIR / f"{instance}.json"
 
 
+def _status_targets(root: Location, instance: str) -> list[Location]:
+    """Where an instance's status is written: its object, and locally also the legacy file."""
+    path = status_path(root, instance)
+    return [path] if isinstance(root, S3Path) else [path, root / LEGACY_STATUS_FILE]
+
+
 def clear_status_temporaries(root: str | os.PathLike | Location, instance: str) -> None:
     """Removes what a status write cut by a killed writer left behind (see write_status)."""
-    root = location(root)
-    if not isinstance(root, S3Path):
-        for path in (status_path(root, instance), root / LEGACY_STATUS_FILE):
-            remove_temporaries(path)
+    for path in _status_targets(location(root), instance):
+        remove_temporaries(path)  # (nothing to do on S3: one PUT leaves no temporary)
 
 
 def write_status(root: str | os.PathLike | Location, instance: str, status: dict[str, Any]) -> None:
@@ -60,10 +64,9 @@ def write_status(root: str | os.PathLike | Location, instance: str, status: dict
     status stays and no partial object is left."""
     root = location(root)
     text = (json.dumps(status, indent=1) + "\n").encode()
-    targets = [status_path(root, instance)]
+    targets = _status_targets(root, instance)
     if not isinstance(root, S3Path):
         targets[0].parent.mkdir(parents=True, exist_ok=True)
-        targets.append(root / LEGACY_STATUS_FILE)
     for path in targets:
         try:
             write_atomic(path, text)
