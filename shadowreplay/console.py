@@ -54,8 +54,8 @@ class StatusLine:
         """A line of its own above the status line (or on the stream when there is none)."""
         if self._live is not None:
             self.console.print(Text(plain(text)), soft_wrap=True)
-        else:
-            print(text, file=self.console.file, flush=True)
+        else:  # a terminal gets no control characters either; a file or pipe gets the line as it is
+            print(plain(text) if self.enabled else text, file=self.console.file, flush=True)
 
     def close(self, text: str | None = None) -> None:
         if text is not None:

@@ -50,3 +50,6 @@ def test_the_data_cannot_drive_the_terminal():
     text = out.getvalue()
     assert "owned" in text and "\x1b]0;" not in text and "\x07" not in text
     assert "[bold red]x[/]" in text  # shown as written, not as markup
+    before = Tty()
+    StatusLine(before).print("shard log \x1b]0;owned\x07")  # a log line before any status line
+    assert before.getvalue() == "shard log ?]0;owned?\n"
