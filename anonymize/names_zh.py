@@ -1,0 +1,455 @@
+"""Chinese person names.
+
+jieba's part-of-speech tagger (rjieba, the Rust port) marks person names (`nr`); a name is kept
+when it starts with a surname of the gazetteer, is a transliterated name joined by `·`, or stands
+before an honorific (先生, 女士, 小姐, 老师, 总, ...) or after a cue (我叫, 客户, 用户, 由, ...). Names
+are also found without a tag: a surname followed by characters that stand in given names far more
+often than in text, a surname alone before a title (孙先生), names listed beside a name found
+(、/和/与). Names of places and organisations (what ends them, what follows them) are dropped.
+`find_chinese_names` appends PERSON spans."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from itertools import accumulate
+
+from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores
+from .spans import PERSON, Span
+
+_CN_STOP = frozenset(
+    "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
+    "先女经医教同律总请"
+)
+_CN_TRIGGERS = ("记者", "我叫", "我是", "我的名字是", "我的名字叫", "名字叫", "名字是", "叫我", "本人", "姓名", "联系人", "收件人", "收货人",
+                "患者", "客户", "用户", "他叫", "她叫", "名叫", "署名", "持卡人", "户名", "由", "经办人", "负责人", "申请人")
+_CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监", "总", "主任", "院长", "校长",
+                  "局长", "处长", "部长", "书记", "董事长", "总裁", "阿姨", "叔叔", "师傅", "同志", "博士", "护士")
+_CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
+_CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=len, reverse=True)))
+_CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
+# words jieba tags as names that are not (honorifics, kinship terms)
+_CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
+    "谢谢 小姐姐 小哥 老板 老公 老婆 阿姨 大爷 大妈 宝宝 亲 亲爱的 同学们 朋友们 小时 小心 小说 小学 小组 小区".split()
+)
+# a run of Chinese text (punctuation and full-width forms inside it), tagged in one call
+_CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
+_NR = frozenset(("nr", "nrfg", "nrt"))
+DOTS = frozenset("\u00b7\u2022\u30fb")
+
+
+def is_cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+def surname_len(w: str) -> int:
+    if w[:2] in CN_SURNAMES_2:
+        return 2
+    return 1 if w[:1] in CN_SURNAMES_1 else 0
+
+
+def _cn_name_at(text: str, i: int) -> int:
+    """End of a Chinese name starting at i (surname from the gazetteer + 1-2 given characters), or -1."""
+    n = len(text)
+    k = surname_len(text[i : i + 2])
+    if not k:
+        return -1
+    j = i + k
+    e = j
+    while e < n and e - j < 2 and is_cjk(text[e]) and text[e] not in _CN_STOP:
+        e += 1
+    return e if e > j else -1
+
+
+_tagger = None
+
+
+def _tag(segment: str) -> list[tuple[str, str]]:
+    global _tagger
+    if _tagger is None:
+        import rjieba
+
+        _tagger = rjieba.tag
+    return _tagger(segment)
+
+
+class _Tokens:
+    """jieba's tokens of a text's Chinese runs: parallel lists of start and end positions (in the
+    text), words and tags, sorted by position."""
+
+    __slots__ = ("start", "end", "word", "tag")
+
+    def __init__(self, text: str) -> None:
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.word: list[str] = []
+        self.tag: list[str] = []
+        runs = [(m.start(), m.end()) for m in _CJK_RUN.finditer(text)]
+        if not runs:
+            return
+        # every run tagged in one call, the runs joined by line breaks (jieba never joins words
+        # across one); the separators' tokens are dropped and positions mapped back run by run
+        tagged = _tag("\n".join(text[a:b] for a, b in runs))
+        words = [w for w, _ in tagged]
+        offs = list(accumulate(map(len, words), initial=0))
+        if len(runs) == 1:
+            shift = runs[0][0]
+            self.start = [o + shift for o in offs[:-1]]
+            self.end = [o + shift for o in offs[1:]]
+            self.word = words
+            self.tag = [t for _, t in tagged]
+            return
+        joined = list(accumulate((b - a + 1 for a, b in runs), initial=0))  # each run's start when joined
+        shifts = [a - j for (a, _), j in zip(runs, joined)]
+        keep = [k for k, w in enumerate(words) if w != "\n"]
+        run_of = [bisect.bisect_right(joined, offs[k]) - 1 for k in keep]
+        self.start = [offs[k] + shifts[r] for k, r in zip(keep, run_of)]
+        self.end = [offs[k + 1] + shifts[r] for k, r in zip(keep, run_of)]
+        self.word = [words[k] for k in keep]
+        self.tag = [tagged[k][1] for k in keep]
+
+    def at_or_before(self, pos: int) -> int:
+        return max(bisect.bisect_right(self.start, pos) - 1, 0)
+
+
+def find_chinese_names(text: str, out: list[Span]) -> None:
+    toks = _Tokens(text)
+    if not toks.word:
+        return
+    nr = [i for i, t in enumerate(toks.tag) if t in _NR]
+    n0 = len(out)
+    if nr:
+        _tagged(text, toks, nr, out)
+    _surname_led(text, toks, out)
+    _titled(text, toks, out)
+    if _CN_NAME_CUES.search(text) is not None:
+        _cn_cues(text, toks, out)
+    if len(out) > n0:
+        out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
+    if len(out) > n0 or nr:
+        _listed_beside(toks, out, n0)
+
+
+# negative evidence: what ends the names of organisations (党支部, 劳动部, 居委会, 国大党) and
+# the words that follow a place or a body, never a person (南昆/铁路, 罗布泊/地区, X/公司)
+_CN_ORG_ENDS = frozenset("部委会局厅署办院党联社所司处")
+_CN_PLACE_NEXT = frozenset(
+    "铁路 公路 地区 地带 一带 境内 流域 公司 集团 企业 工厂 冲突 县 市 省 区 镇 乡 村 路 街 山 江 河 湖 岛 港 "
+    "大学 学院 中学 小学 医院 宾馆 饭店 酒店 银行 机场 车站 大桥 大街 广场 景区 牌 商标 品牌".split()
+)
+
+
+def _place_or_body(text: str, toks: _Tokens, sp: Span) -> bool:
+    """A Chinese name candidate that is the name of a place or an organisation by what ends it
+    or what follows it."""
+    if sp.kind != PERSON or sp.end - sp.start < 2 or not is_cjk(text[sp.start]):
+        return False
+    if text[sp.end - 1] in _CN_ORG_ENDS:
+        return True
+    k = bisect.bisect_left(toks.start, sp.end)
+    return k < len(toks.start) and toks.start[k] == sp.end and toks.word[k] in _CN_PLACE_NEXT
+
+
+_CN_LIST_JOINS = frozenset("、 和 与 及 同 跟".split())
+
+
+def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
+    """Names listed with a name found (毛泽东、周恩来、刘少奇; 江泽民和李鹏): a whole word beside
+    it, across 、 or 和, that could be a name (a surname and plausible given characters, or a
+    transliteration) is one too, and so on along the list."""
+    word, start, end_ = toks.word, toks.start, toks.end
+    n = len(word)
+    is_name: set[int] = set()
+    for sp in out:
+        if sp.kind == PERSON:
+            i = bisect.bisect_left(start, sp.start)
+            if i < n and start[i] == sp.start and end_[i] == sp.end:
+                is_name.add(i)
+    todo = list(is_name)
+    while todo:
+        i = todo.pop()
+        for j, joint in ((i + 2, i + 1), (i - 2, i - 1)):
+            if 0 <= j < n and j not in is_name and word[joint] in _CN_LIST_JOINS and _could_be_name(toks, j):
+                is_name.add(j)
+                out.append(Span(start[j], end_[j], PERSON))
+                todo.append(j)
+
+
+def _could_be_name(toks: _Tokens, i: int) -> bool:
+    w, t = toks.word[i], toks.tag[i]
+    if not 2 <= len(w) <= 6 or w in ZH_PLACES or w in _CN_NOT_NAMES or t in _CN_NOT_NAME_TAGS or t in _CN_FUNCTION_TAGS:
+        return False
+    k = surname_len(w)
+    if k and len(w) - k <= 2 and all(is_cjk(c) for c in w):
+        score = _given_score(w[k:])
+        return _given_plausible(w[k:]) and score >= 0.0 and (len(w) > 2 or not _zh_common(w))
+    return all(c in _CN_TRANSLIT for c in w) and not _zh_common(w)
+
+
+def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
+    """A name candidate [s, e) found by a cue agrees with the segmentation: no word of two or
+    more characters crosses its edges (客户信用卡: 信用卡 is a word, 信用 no name), and it is not
+    itself a frequent word."""
+    if _zh_common(text_of(toks, s, e)):
+        return False
+    i = toks.at_or_before(s)
+    n = len(toks.word)
+    while i < n and toks.start[i] < e:
+        a, b, w, t = toks.start[i], toks.end[i], toks.word[i], toks.tag[i]
+        if b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and surname_len(w) != len(w):
+            return False
+        i += 1
+    return True
+
+
+# what stands beside a name in news and chat: titles before or after it, speech verbs after it
+_CN_TITLES = frozenset(
+    "记者 总统 主席 总理 首相 部长 外长 大使 国王 女王 王子 议长 秘书长 总书记 委员长 省长 市长 县长 书记 局长 处长 "
+    "主任 院长 校长 会长 团长 队长 厂长 经理 总经理 董事长 总裁 先生 女士 小姐 教授 博士 医生 律师 老师 同志 代表 "
+    "委员 司令 将军 教练 选手 演员 导演 作家 诗人 画家 歌手 特使 发言人 总监 副总统 副主席 副总理 副部长".split()
+)
+_CN_PLACE_ENDS = frozenset("口庄县市省村镇区路街港湾乡屯寨堡")
+_CN_SPEECH = frozenset("说 表示 指出 认为 强调 宣布 称 介绍 透露 回忆 说道 写道 告诉 会见 会晤 访问 出席 致电 致信".split())
+
+
+def _zh_common(word: str) -> bool:
+    """A frequent word: zipf >= 3.5 for two characters, >= 4 for longer ones."""
+    z = ZH_ZIPF.get(word)
+    return z is not None and z >= (3.5 if len(word) == 2 else 4.0)
+
+
+def _context(toks: _Tokens, i: int, j: int) -> bool:
+    """A title right before tokens i..j, or a title or speech verb right after them."""
+    before = toks.word[i - 1] if i > 0 else ""
+    after = toks.word[j + 1] if j + 1 < len(toks.word) else ""
+    return (before in _CN_TITLES or (len(before) >= 2 and before.endswith(_CN_ROLE_ENDS)) or after in _CN_TITLES
+            or after in _CN_SPEECH)
+
+
+# last characters of words naming a person's role (部长, 记者, 协调员, 投资家, 选手, 领导人)
+_CN_ROLE_ENDS = ("长", "记者", "员", "家", "手", "人")
+
+
+def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
+    """The name tokens (indices `nr`), each with the surname token before it when jieba split
+    the name (江/泽民, 欧阳/娜娜) and the parts joined by a middle dot (阿卜杜拉·买买提)."""
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    n = len(word)
+    done = -1
+    for i in nr:
+        if i <= done:
+            continue
+        if (i > 0 and i - 1 > done and surname_len(word[i - 1]) == len(word[i - 1]) and len(word[i]) <= 2
+                and start[i] == end_[i - 1] and tag[i - 1] not in _CN_FUNCTION_TAGS):
+            i -= 1  # the surname token before a given name
+        j = i
+        w, t = word[i], tag[i]
+        if surname_len(w) == len(w) and j + 1 < n and tag[j + 1] in _NR and len(word[j + 1]) <= 2:
+            j += 1
+        while j + 2 < n and word[j + 1] in DOTS and len(word[j + 2]) <= 4:
+            j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
+        done = j
+        s, end = start[i], end_[j]
+        if any(end_[k] != start[k + 1] for k in range(i, j)):
+            continue  # not one stretch of text
+        name = text[s:end]
+        titled = False
+        while len(name) > 1:  # 王芳小姐, 孙先生, 周总理 tagged as one name: the title is no name
+            cut = next((c for c in (3, 2, 1) if len(name) > c and (name[-c:] in _CN_NOT_NAMES or name[-c:] in _CN_TITLES)), 0)
+            if not cut:
+                break
+            name, end, titled = name[:-cut], end - cut, True
+        k = surname_len(name)
+        if titled and len(name) == k:
+            ok = True  # a surname alone before a title: 孙先生, 韩女士
+        elif len(name) == 2 and name[1] == "某" and k == 1:
+            ok = True  # 李某: a person whose name the writer withholds, still a person
+        elif len(name) < 2 or name in _CN_NOT_NAMES or name in ZH_PLACES:
+            ok = False
+        elif (i + 1 < n and word[i + 1] in DOTS) or any(c in DOTS for c in name):
+            ok = True
+        elif k and len(name) - k <= 2 and t != "nrt" and name[-1] not in _CN_PLACE_ENDS:
+            # a surname and one or two given characters (王芳, 欧阳娜娜, 江泽民); one that is
+            # also a frequent word (文明, 祝贺, 莫斯科) needs context
+            # (a famous name is a frequent word too: one whose given characters stand in
+            # names far more often than in text, 李鹏, 孙中山, needs no context)
+            ok = (_given_plausible(name[k:]) and (not _zh_common(name) or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)) or _context(toks, i, j)
+        else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
+            ok = len(name) <= 6 and _context(toks, i, j)
+        if ok:
+            out.append(Span(s, end, PERSON))
+
+
+# conjunctions, prepositions, adverbs, pronouns, particles: 和 of 和小王 is no surname
+_CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
+# tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
+_CN_NOT_NAME_TAGS = frozenset("ns nt nz m q a ad an v vn d f s".split())
+_CN_GIVEN_MIN = 2.0  # summed zh_given_scores() of the given characters a name needs without context
+_CN_FAMOUS = 3.0  # ...and one that is also a frequent word (周恩来, 江泽民)
+_CN_FAMOUS_TAGGED = 5.0  # summed score a name jieba tags needs when it is also a frequent word (李鹏)
+_CN_TAGGED_MIN = -4.0  # no given character of a name jieba tags may score below this (部 -4.4)
+# characters of transliterated names (克林顿, 内塔尼亚胡); one made only of these that jieba tags
+# a name, and that is no frequent word or known place, is taken for a person
+_CN_TRANSLIT = frozenset(
+    "阿埃艾安奥巴拜班邦保贝本比彼宾波伯博布查达戴丹道德迪蒂丁东杜多厄恩法菲费芬丰弗福盖甘戈格古哈海汉豪赫亨胡霍基吉加"
+    "贾杰金卡凯坎康科克肯库拉莱赖兰朗劳勒雷里利连琳卢鲁伦罗洛马迈麦曼梅门蒙米密莫默穆纳内尼努诺帕派潘佩彭皮珀普齐奇恰乔"
+    "切钦丘萨塞桑瑟森沙尚舍什施斯松苏索塔泰坦汤唐特滕提图托瓦威维韦温沃乌伍西希谢辛休雅亚扬耶伊尤约泽扎詹兹佐尔夫"
+)
+_CN_TRANSLIT_PLACE_ENDS = frozenset("斯尔特达拉亚加")  # 巴格达, 赫尔辛基 aside: 达/斯/... end many places
+
+
+def _given_score(given: str) -> float:
+    scores = zh_given_scores()
+    return sum(scores.get(c, -5.0) for c in given)
+
+
+def _given_plausible(given: str) -> bool:
+    """Could these characters after a surname be a given name? Not where one of them ends words
+    far more often than it stands in names (宣/传部, 党/支部)."""
+    scores = zh_given_scores()
+    return min((scores.get(c, -5.0) for c in given), default=0.0) >= _CN_TAGGED_MIN
+
+
+_CN_LEAD = frozenset(CN_SUB_SURNAMES) | frozenset(s[0] for s in CN_SURNAMES_2) | frozenset("老小")
+
+
+def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
+    """Names found by what they are, without a tag or cue: a surname and one or two given
+    characters that stand in given names far more often than in text (鹏, 泽民; not 部, 水平),
+    covering whole jieba words; 老张/小王/侯老; and transliterations jieba tags as names."""
+    word, tag, start = toks.word, toks.tag, toks.start
+    ends: dict[int, int] | None = None
+    for i, w in enumerate(word):
+        if w[0] not in _CN_LEAD and tag[i] not in _NR:
+            continue  # most tokens: no surname, 老 or 小 starts them and jieba sees no name
+        if ends is None:
+            ends = {e: j for j, e in enumerate(toks.end)}
+        p = start[i]
+        for k in (2, 1):
+            if (k == 2 and text[p : p + 2] not in CN_SURNAMES_2) or (k == 1 and text[p] not in CN_SUB_SURNAMES):
+                continue
+            for g in (2, 1):
+                e = p + k + g
+                j = ends.get(e)
+                if j is None:
+                    continue
+                given = text[p + k : e]
+                if not all(is_cjk(c) and c not in _CN_STOP for c in given):
+                    continue
+                name = text[p:e]
+                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) or (g == 2 and given in ZH_ZIPF):
+                    continue
+                if name in ZH_PLACES or name in _CN_NOT_NAMES or name[-1] in _CN_PLACE_ENDS:
+                    continue
+                score = _given_score(given)
+                z = ZH_ZIPF.get(name, 0.0)
+                if len(name) == 2 and z:
+                    continue  # 智慧, 高峰: words first (a name among them needs a cue)
+                if score >= _CN_GIVEN_MIN and (z < 4.0 or score >= _CN_FAMOUS):
+                    out.append(Span(p, e, PERSON))
+                    break
+            else:
+                continue
+            break
+        if len(w) == 2 and w not in ZH_ZIPF and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
+            out.append(Span(p, p + 2, PERSON))
+        elif (3 <= len(w) <= 6 and tag[i] in _NR and w not in ZH_ZIPF and w not in ZH_PLACES
+              and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)):
+            out.append(Span(p, p + len(w), PERSON))
+
+
+# titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
+_CN_GLUED_TITLES = frozenset(_CN_HONORIFICS) | frozenset("主席 总理 总统 首相 部长 市长 省长 县长 大使 司令 将军 教练".split())
+_CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t in _CN_GLUED_TITLES)  # 江主席, 王老师
+_CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_SPEECH  # the words _context looks for
+
+
+def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
+    """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
+    surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
+    秘书长/安南, 恩佐/说), a whole word made only of transliteration characters. Only the words
+    next to a title, role word or speech verb are looked at."""
+    word = toks.word
+    n = len(word)
+    beside, role, glued = _CN_BESIDE, _CN_ROLE_LAST, _CN_GLUED_WORDS
+    hits = [i for i, w in enumerate(word) if w in beside or w[-1] in role or w in glued]
+    if not hits:
+        return
+    cands: set[int] = set()
+    for i in hits:
+        w = word[i]
+        if w in glued:
+            cands.add(i)
+        elif w in beside or len(w) >= 2:
+            if i:
+                cands.add(i - 1)
+            if i + 1 < n and w not in _CN_SPEECH:
+                cands.add(i + 1)
+    for i in sorted(cands):
+        _titled_at(toks, i, out)
+
+
+_CN_ROLE_LAST = frozenset("长员家手人")
+
+
+def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    w = word[i]
+    nxt = word[i + 1] if i + 1 < len(word) and start[i + 1] == end_[i] else ""
+    k = surname_len(w)
+    if k == len(w) and k <= 2:
+        # (何/r 教授: a common surname jieba reads as a pronoun is still one before a title)
+        if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and (tag[i] not in _CN_FUNCTION_TAGS or w in _CN_LEAD) and tag[i] not in _CN_NOT_NAME_TAGS:
+            if i == 0 or end_[i - 1] != start[i] or not ((is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1) or tag[i - 1] == "m"):
+                out.append(Span(start[i], end_[i], PERSON))
+    elif k and w[k:] in _CN_GLUED_TITLES and tag[i] not in _NR:
+        out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
+    elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+          and all(is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES and not _zh_common(w)
+          and _given_plausible(w[k:]) and _context(toks, i, i)):
+        out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
+    elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
+          and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
+        out.append(Span(start[i], end_[i], PERSON))
+
+
+def text_of(toks: _Tokens, s: int, e: int) -> str:
+    """The text of [s, e) rebuilt from the tokens that cover it."""
+    i = toks.at_or_before(s)
+    parts = []
+    while i < len(toks.word) and toks.start[i] < e:
+        a, b, w = toks.start[i], toks.end[i], toks.word[i]
+        parts.append(w[max(0, s - a) : len(w) - max(0, b - e)])
+        i += 1
+    return "".join(parts)
+
+
+def _starts_token(toks: _Tokens, i: int, word: str) -> bool:
+    """A token starts at i and is `word` (or begins with it: 老师们)."""
+    k = bisect.bisect_left(toks.start, i)
+    return k < len(toks.start) and toks.start[k] == i and toks.word[k].startswith(word)
+
+
+def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
+    for m in _CN_NAME_CUES.finditer(text):
+        if m.group() in _CN_TRIGGER_SET:  # 我叫/姓名/联系人...: the name follows
+            i = m.end()
+            gap = 0
+            while gap < 2 and i < len(text) and text[i] in _CN_TRIGGER_GAP:
+                i += 1
+                gap += 1
+            e = _cn_name_at(text, i)
+            if e > 0 and _fits_words(toks, i, e):
+                out.append(Span(i, e, PERSON))
+        else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)
+            i = m.start()
+            if not _starts_token(toks, i, m.group()):
+                continue  # 总 of 国务院副总理 is no honorific
+            for ln in (3, 2, 4):
+                st = i - ln
+                if st < 0:
+                    continue
+                k = surname_len(text[st : st + 2])
+                if k and k < ln and ln - k <= 2 and all(is_cjk(c) and c not in _CN_STOP for c in text[st + k : i]) and _fits_words(toks, st, i):
+                    out.append(Span(st, i, PERSON))
+                    break
