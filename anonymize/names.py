@@ -11,7 +11,7 @@ Chinese: names_zh.py.
 
 Rare capitalised words (in no name list, no word list and not among the frequent tokens of
 English) count as names in prose, never in a line of source code. `find_names` appends PERSON
-spans; `mentions` and `mention_pattern` find the other mentions of names already found (a
+spans; `mentions` and `mention_spans` find the other mentions of names already found (a
 second "Lena" after "my name is Lena Andersson"); `looks_like_name` judges a whole JSON value
 under a name-like key (`NAME_KEY`)."""
 
@@ -372,66 +372,95 @@ def name_words(name: str) -> list[str]:
     return out
 
 
-_PATTERNS: dict[tuple[frozenset[str], bool], re.Pattern] = {}
-
-
-_NEVER = re.compile(r"(?!)")
-
-
 def _listed(word: str) -> bool:
     cap = word[:1].upper() + word[1:].lower() if word.islower() else word
     return cap in NAME_FIRST or cap in NAME_LAST or word.lower() in NAME_FIRST_LOWER or word.lower() in NAME_LAST_LOWER
 
 
-def mention_pattern(words: frozenset[str], json_text: bool = False) -> re.Pattern:
-    """The pattern of every whole-word mention of the given name words. A word that is also an
-    English word ("Will") is matched with its capital only, the others in any case. With
-    json_text, for the encoded text of a JSON body: a mention right after an escape (\\n, \\")
-    or right before one counts as it does in the decoded string."""
-    pat = _PATTERNS.get((words, json_text))
-    if pat is not None:
-        return pat
-    alts = []
-    cjk = sorted((w for w in words if is_cjk(w[0])), key=len, reverse=True)
-    latin = sorted((w for w in words if not is_cjk(w[0])), key=len, reverse=True)
-    # any case for a listed name that is no English word (lena for Lena), with its capital for
-    # one that is (Will); a word in no name list, taken for a name because it is rare, is not
-    # looked for elsewhere (it may be an identifier: class Iterable)
-    folded = [re.escape(w) for w in latin if _listed(w) and w.lower() not in ENGLISH_WORDS]
-    plain = [re.escape(w) for w in latin if _listed(w) and w.lower() in ENGLISH_WORDS]
-    if not (folded or plain or cjk):
-        return _NEVER
-    # the edges of a word in prose, as _RUN has them: not an attribute (obj.Emin), a call, a path
-    before, after = r"(?<![\w\-.@/\\#$%&*+=|~^`])", r"(?![\w\-(@/\\]|\.\w)"
-    if json_text:
+def lower_same_length(text: str) -> str:
+    """text lower-cased, position for position (a character that lower-cases to two stays)."""
+    lo = text.lower()
+    if len(lo) != len(text):
+        lo = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return lo
+
+
+# the edges of a word in prose, as _RUN has them: not an attribute (obj.Emin), a call, a path
+_NOT_BEFORE = frozenset("_-.@/\\#$%&*+=|~^`")
+_NOT_AFTER = frozenset("_-(@/\\")
+_NOT_AFTER_JSON = frozenset("_-(@/")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _edge_before(text: str, i: int, json_text: bool) -> bool:
+    if i == 0:
+        return True
+    c = text[i - 1]
+    if not (c.isalnum() or c in _NOT_BEFORE):
+        return True
+    if json_text and i >= 2:
         # decoded, a newline, tab or quote stands there (an escaped backslash does not)
-        before = r"(?:(?<=(?<!\\)\\[nrtbf])|(?<=(?<!\\)\\u[0-9a-fA-F]{4})|" + before + ")"
-        after = r"(?![\w\-(@/]|\.\w|\\\\)"
-    if folded:
-        alts.append(before + "(?i:" + "|".join(folded) + ")" + after)
-    if plain:
-        alts.append(before + "(?:" + "|".join(plain) + ")" + after)
-    if cjk:
-        alts.append("|".join(re.escape(w) for w in cjk))
-    pat = re.compile("|".join(alts))
-    if len(_PATTERNS) >= 4096:
-        _PATTERNS.clear()
-    _PATTERNS[(words, json_text)] = pat
-    return pat
+        if c in "nrtbf" and text[i - 2] == "\\" and (i < 3 or text[i - 3] != "\\"):
+            return True
+        if (i >= 6 and text[i - 6] == "\\" and text[i - 5] == "u" and all(h in _HEX for h in text[i - 4 : i])
+                and (i < 7 or text[i - 7] != "\\")):
+            return True
+    return False
+
+
+def _edge_after(text: str, j: int, json_text: bool) -> bool:
+    if j >= len(text):
+        return True
+    c = text[j]
+    if c.isalnum() or c in (_NOT_AFTER_JSON if json_text else _NOT_AFTER):
+        return False
+    if c == "." and j + 1 < len(text) and (text[j + 1].isalnum() or text[j + 1] == "_"):
+        return False
+    return not (json_text and c == "\\" and text.startswith("\\", j + 1))
+
+
+def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool = False, lo: str | None = None) -> list[tuple[int, int]]:
+    """(start, end) of every whole-word mention in `text` of the given name words, left to right,
+    none overlapping (where two overlap, the earlier, then the longer one). A word that is also an
+    English word ("Will") is matched with its capital only, the others in any case; a word in no
+    name list, taken for a name because it is rare, is not looked for (it may be an identifier:
+    class Iterable); Chinese names anywhere. With json_text, for the encoded text of a JSON body:
+    a mention right after an escape (\\n, \\") or right before one counts as it does in the
+    decoded string. `lo`: lower_same_length(text), if the caller has it."""
+    found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
+    for w in words:
+        if is_cjk(w[0]):
+            rank, hay, needle, edges = 2, text, w, False
+        elif not _listed(w):
+            continue
+        elif w.lower() in ENGLISH_WORDS:
+            rank, hay, needle, edges = 1, text, w, True
+        else:
+            if lo is None:
+                lo = lower_same_length(text)
+            rank, hay, needle, edges = 0, lo, w.lower(), True
+        n = len(needle)
+        p = hay.find(needle)
+        while p >= 0:
+            if not edges or (_edge_before(text, p, json_text) and _edge_after(text, p + n, json_text)):
+                found.append((p, rank, -(p + n)))
+            p = hay.find(needle, p + 1)
+    if not found:
+        return []
+    found.sort()
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for s, _, neg_end in found:
+        if s >= pos:
+            out.append((s, -neg_end))
+            pos = -neg_end
+    return out
 
 
 def mentions(text: str, words: set[str], out: list[Span]) -> None:
     """Every whole-word mention in `text` of the given name words (found elsewhere in it)."""
-    if not words:
-        return
-    if all(is_cjk(w[0]) for w in words):  # Chinese names only: str.find, no regex to compile
-        for w in words:
-            p = text.find(w)
-            while p >= 0:
-                out.append(Span(p, p + len(w), PERSON))
-                p = text.find(w, p + len(w))
-        return  # (overlaps, as 王芳 in 王芳芳, are resolved by the caller: earliest, longest first)
-    out.extend(Span(m.start(), m.end(), PERSON) for m in mention_pattern(frozenset(words)).finditer(text))
+    if words:
+        out.extend(Span(s, e, PERSON) for s, e in mention_spans(text, words))
 
 
 # ---------------------------------------------------------------- JSON values under name keys

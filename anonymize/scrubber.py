@@ -12,7 +12,7 @@ from shadowreplay import llmapi
 
 from . import fastjson
 from .detectors import PERSON, SECRET, Span, find_spans
-from .names import NAME_KEY, looks_like_name, mention_pattern, name_words
+from .names import NAME_KEY, looks_like_name, lower_same_length, mention_spans, name_words
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
 
@@ -289,32 +289,22 @@ class Scrubber:
         self._remember_names(value, set(name_words(value)))
         return self._subs.substitute(PERSON, value)
 
-    def replace_mentions(self, text: str, pattern: re.Pattern, lowered: list[str]) -> tuple[str, int]:
-        """Every mention `pattern` finds in `text`, replaced by its name's substitute. `lowered`
-        (the name words, lower case) locates the candidates: the pattern is only tried there."""
-        lo = text.lower() if len(text.lower()) == len(text) else None
-        if lo is None:  # a character lower-cases to two: let the pattern scan
-            starts = [m.start() for m in pattern.finditer(text)]
-        else:
-            starts = sorted({i for w in lowered for i in _find_all(lo, w)})
+    def replace_mentions(self, text: str, words: frozenset[str], json_text: bool = False, lo: str | None = None) -> tuple[str, int]:
+        """Every mention of the name words in `text` (names.mention_spans) replaced by its name's
+        substitute."""
+        spans = mention_spans(text, words, json_text, lo)
+        if not spans:
+            return text, 0
         pieces = []
-        pos = n = 0
-        for i in starts:
-            if i < pos:
-                continue
-            m = pattern.match(text, i)
-            if m is None or m.start() != i:
-                continue
-            word = m.group()
-            pieces.append(text[pos:i])
+        pos = 0
+        for s, e in spans:
+            word = text[s:e]
+            pieces.append(text[pos:s])
             cjk = any("\u3400" <= c <= "\u9fff" for c in word)
             pieces.append(self._subs.substitute(PERSON, word) if cjk else self._subs.name_word(word))
-            pos = m.end()
-            n += 1
-        if not n:
-            return text, 0
+            pos = e
         pieces.append(text[pos:])
-        return "".join(pieces), n
+        return "".join(pieces), len(spans)
 
     def mask_text(self, text: str) -> str:
         """Every letter and digit replaced by a class-preserving placeholder (no detection)."""
@@ -363,7 +353,7 @@ class Scrubber:
         named += [t for t, r in zip(strings, results) if PERSON in r.counts]
         words = self.words_of(named)
         if words and propagate:  # a name found anywhere in the body is replaced everywhere in it
-            n = self._propagate(root, mention_pattern(words), openai, words)
+            n = self._propagate(root, openai, words)
             if n:
                 counts[PERSON] = counts.get(PERSON, 0) + n
         if not isinstance(value, (dict, list, tuple)):
@@ -378,16 +368,15 @@ class Scrubber:
         """Other mentions of the body's names in its encoded JSON text (scrub_body's paths)."""
         if not words:
             return encoded
-        lo = encoded.lower()
-        lowered = [w.lower() for w in words if w.lower() in lo]
-        if not lowered:
+        lo = lower_same_length(encoded)
+        if not any(w.lower() in lo for w in words):
             return encoded  # the usual case: the one mention, replaced already
-        out, n = self.replace_mentions(encoded, mention_pattern(words, json_text=True), lowered)
+        out, n = self.replace_mentions(encoded, words, True, lo)
         if n:
             counts[PERSON] = counts.get(PERSON, 0) + n
         return out
 
-    def _propagate(self, root: Any, pattern: re.Pattern, openai: bool, words: frozenset[str]) -> int:
+    def _propagate(self, root: Any, openai: bool, words: frozenset[str]) -> int:
         """Other mentions of the body's names in its scrubbed strings (protocol fields kept)."""
         lowered = [w.lower() for w in words]
         n = 0
@@ -400,10 +389,10 @@ class Scrubber:
                 if type(v) is str:
                     if openai and type(kk) is str and kk in _OPENAI_KEEP:
                         continue
-                    lo = v.lower()
+                    lo = lower_same_length(v)
                     if not any(w in lo for w in lowered):
                         continue
-                    new, c = self.replace_mentions(v, pattern, lowered)
+                    new, c = self.replace_mentions(v, words, False, lo)
                     if c:
                         node[k] = new
                         n += c
@@ -611,13 +600,6 @@ class Scrubber:
             out[name] = r.text
             _merge(counts, r.counts)
         return out, counts
-
-
-def _find_all(text: str, word: str):
-    i = text.find(word)
-    while i >= 0:
-        yield i
-        i = text.find(word, i + 1)
 
 
 class _KeyTest:
