@@ -123,6 +123,19 @@ ZH_ZIPF: dict[str, float] = _zh_common()
 
 
 @functools.cache
+def _zh_text_chars() -> tuple[dict[str, float], float]:
+    """How often each character stands in Chinese text (summed wordfreq word frequencies), and
+    the sum over all characters."""
+    from wordfreq import get_frequency_dict
+
+    text: dict[str, float] = {}
+    for w, fr in get_frequency_dict("zh").items():
+        for ch in w:
+            text[ch] = text.get(ch, 0.0) + fr
+    return text, sum(text.values())
+
+
+@functools.cache
 def zh_given_scores() -> dict[str, float]:
     """How much more often each character stands in a Chinese given name than in text: the log
     ratio of its share of the characters of given names (ngender's counts over a large name list)
@@ -133,19 +146,29 @@ def zh_given_scores() -> dict[str, float]:
     import importlib.resources
     import math
 
-    from wordfreq import get_frequency_dict
-
     names: dict[str, int] = {}
     with importlib.resources.files("ngender").joinpath("charfreq.csv").open(encoding="utf-8") as f:
         for row in csv.DictReader(f):
             names[row["char"]] = int(row["male"]) + int(row["female"])
-    text: dict[str, float] = {}
-    for w, fr in get_frequency_dict("zh").items():
-        for ch in w:
-            text[ch] = text.get(ch, 0.0) + fr
-    n_names, n_text = sum(names.values()), sum(text.values())
+    text, n_text = _zh_text_chars()
+    n_names = sum(names.values())
     return {c: round(math.log((names.get(c, 0) + 1) / n_names) - math.log((text.get(c, 0.0) + 1e-7) / n_text), 2)
             for c in names.keys() | text.keys() if "\u4e00" <= c <= "\u9fff"}
+
+
+@functools.cache
+def zh_surname_scores() -> dict[str, float]:
+    """The same for surnames: the log ratio of a surname's share of people (Faker zh_CN's
+    weights, which follow the census) to its first character's share of Chinese text. 王 5.3,
+    李 6.1, 贺 4.3; 高 1.9, 母 -1.1, 巴 -1.2 (common in words, rare as surnames)."""
+    import math
+
+    weights = dict(_Zh.last_names)
+    total = sum(weights.values())
+    text, n_text = _zh_text_chars()
+    rare = min(weights.values()) / 2  # the surnames added to Faker's list
+    return {s: round(math.log(weights.get(s, rare) / total) - math.log((text.get(s[0], 0.0) + 1e-7) / n_text), 2)
+            for s in CN_SURNAMES_1 | CN_SURNAMES_2}
 
 
 # Chinese place names (Faker's zh_CN cities, provinces without their 省/市, districts,

@@ -14,7 +14,7 @@ import bisect
 import re
 from itertools import accumulate
 
-from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores
+from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
 from .spans import PERSON, Span
 
 _CN_STOP = frozenset(
@@ -128,6 +128,26 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
         out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if len(out) > n0 or nr:
         _listed_beside(toks, out, n0)
+    if len(out) > n0:
+        _given_alone(text, toks, out, n0)
+
+
+def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
+    """A person found by full name is also written by given name alone (周恩来 ... 恩来): a word
+    that is the two given characters of a name found, and that jieba tags as a name or that is
+    no frequent word (李建国 ... 建国以来 keeps 建国)."""
+    given = set()
+    for sp in out[n0:]:
+        if sp.kind == PERSON and sp.end - sp.start >= 3:
+            k = surname_len(text[sp.start : sp.start + 2])
+            if k and sp.end - sp.start - k == 2:
+                given.add(text[sp.start + k : sp.end])
+    if not given:
+        return
+    word, tag = toks.word, toks.tag
+    for i, w in enumerate(word):
+        if w in given and (tag[i] in _NR or w not in ZH_ZIPF):
+            out.append(Span(toks.start[i], toks.end[i], PERSON))
 
 
 # negative evidence: what ends the names of organisations (党支部, 劳动部, 居委会, 国大党) and
@@ -135,8 +155,12 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
 _CN_ORG_ENDS = frozenset("部委会局厅署办院党联社所司处")
 _CN_PLACE_NEXT = frozenset(
     "铁路 公路 地区 地带 一带 境内 流域 公司 集团 企业 工厂 冲突 县 市 省 区 镇 乡 村 路 街 山 江 河 湖 岛 港 "
-    "大学 学院 中学 小学 医院 宾馆 饭店 酒店 银行 机场 车站 大桥 大街 广场 景区 牌 商标 品牌".split()
+    "大学 学院 中学 小学 医院 宾馆 饭店 酒店 银行 机场 车站 大桥 大街 广场 景区 牌 商标 品牌 "
+    "半岛 附近 高原 盆地 平原 海峡 沙漠 火山 郊区 市区 当地".split()
 )
+# words before a place (在/抵达 伊斯坦布尔, 首都 拉巴特): a transliteration after one, with nothing
+# else to say it is a person, is a place
+_CN_PLACE_BEFORE = frozenset("在 到 抵达 飞抵 前往 来到 途经 位于 驻 首都 首府 城市 攻占".split())
 
 
 def _place_or_body(text: str, toks: _Tokens, sp: Span) -> bool:
@@ -218,6 +242,12 @@ def _zh_common(word: str) -> bool:
     return z is not None and z >= (3.5 if len(word) == 2 else 4.0)
 
 
+# how words naming a person's role end (部长, 记者, 协调员, 投资家, 选手, 领导人), and their last
+# characters (a set lookup before the endswith)
+_CN_ROLE_ENDS = ("长", "记者", "员", "家", "手", "人")
+_CN_ROLE_LAST = frozenset(e[-1] for e in _CN_ROLE_ENDS)
+
+
 def _context(toks: _Tokens, i: int, j: int) -> bool:
     """A title right before tokens i..j, or a title or speech verb right after them."""
     before = toks.word[i - 1] if i > 0 else ""
@@ -226,8 +256,6 @@ def _context(toks: _Tokens, i: int, j: int) -> bool:
             or after in _CN_SPEECH)
 
 
-# last characters of words naming a person's role (部长, 记者, 协调员, 投资家, 选手, 领导人)
-_CN_ROLE_ENDS = ("长", "记者", "员", "家", "手", "人")
 
 
 def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
@@ -273,7 +301,8 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
             # also a frequent word (文明, 祝贺, 莫斯科) needs context
             # (a famous name is a frequent word too: one whose given characters stand in
             # names far more often than in text, 李鹏, 孙中山, needs no context)
-            ok = (_given_plausible(name[k:]) and (not _zh_common(name) or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)) or _context(toks, i, j)
+            ok = (_given_plausible(name[k:]) and (not _zh_common(name) or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)
+                  and _name_score(name, k) >= _CN_NAME_MIN[len(name) - k]) or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
             ok = len(name) <= 6 and _context(toks, i, j)
         if ok:
@@ -295,7 +324,18 @@ _CN_TRANSLIT = frozenset(
     "贾杰金卡凯坎康科克肯库拉莱赖兰朗劳勒雷里利连琳卢鲁伦罗洛马迈麦曼梅门蒙米密莫默穆纳内尼努诺帕派潘佩彭皮珀普齐奇恰乔"
     "切钦丘萨塞桑瑟森沙尚舍什施斯松苏索塔泰坦汤唐特滕提图托瓦威维韦温沃乌伍西希谢辛休雅亚扬耶伊尤约泽扎詹兹佐尔夫"
 )
-_CN_TRANSLIT_PLACE_ENDS = frozenset("斯尔特达拉亚加")  # 巴格达, 赫尔辛基 aside: 达/斯/... end many places
+_CN_TRANSLIT_PLACE_ENDS = frozenset("达拉亚加")  # 巴格达, 赫尔辛基 aside: 达/斯/... end many places
+
+
+# the least name score (surname and given characters together) of a tagged name without context,
+# by the number of given characters: 贺/卡, 巴/方, 罗/布泊, 金/字塔 score below, 王/芳, 贺/龙 above
+_CN_NAME_MIN = (0.0, -1.0, -2.0)
+
+
+def _name_score(name: str, k: int) -> float:
+    """How much more often name[:k] and name[k:] stand as a surname and a given name than in
+    text (the log ratios summed)."""
+    return zh_surname_scores().get(name[:k], -5.0) + _given_score(name[k:])
 
 
 def _given_score(given: str) -> float:
@@ -351,11 +391,31 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
             else:
                 continue
             break
-        if len(w) == 2 and w not in ZH_ZIPF and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
+        if (len(w) == 3 and tag[i] not in _NR and tag[i] not in _CN_PLACE_TAGS and w[0] in CN_SURNAMES_1 and w not in ZH_PLACES
+                and _known_given_name(w[1:])):
+            out.append(Span(p, p + 3, PERSON))  # 周恩来 (jieba: a time word): 恩来 alone is a name to jieba
+        elif len(w) == 2 and w not in ZH_ZIPF and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
             out.append(Span(p, p + 2, PERSON))
         elif (3 <= len(w) <= 6 and tag[i] in _NR and w not in ZH_ZIPF and w not in ZH_PLACES
-              and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)):
+              and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)
+              and (i == 0 or word[i - 1] not in _CN_PLACE_BEFORE)):
             out.append(Span(p, p + len(w), PERSON))
+
+
+_CN_PLACE_TAGS = frozenset("ns nt nz".split())
+_KNOWN_GIVEN: dict[str, bool] = {}
+
+
+def _known_given_name(given: str) -> bool:
+    """Does jieba, shown these two characters alone, take them for a person's name (恩来, 泽民)?
+    Its dictionary lists the given names of people written about by given name alone."""
+    known = _KNOWN_GIVEN.get(given)
+    if known is None:
+        if len(_KNOWN_GIVEN) >= 100_000:
+            _KNOWN_GIVEN.clear()
+        tagged = _tag(given)
+        known = _KNOWN_GIVEN[given] = len(tagged) == 1 and tagged[0][1] in _NR and _given_plausible(given)
+    return known
 
 
 # titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
@@ -372,7 +432,7 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
     word = toks.word
     n = len(word)
     beside, role, glued = _CN_BESIDE, _CN_ROLE_LAST, _CN_GLUED_WORDS
-    hits = [i for i, w in enumerate(word) if w in beside or w[-1] in role or w in glued]
+    hits = [i for i, w in enumerate(word) if w in beside or (w[-1] in role and w.endswith(_CN_ROLE_ENDS)) or w in glued]
     if not hits:
         return
     cands: set[int] = set()
@@ -387,9 +447,6 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
                 cands.add(i + 1)
     for i in sorted(cands):
         _titled_at(toks, i, out)
-
-
-_CN_ROLE_LAST = frozenset("长员家手人")
 
 
 def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:

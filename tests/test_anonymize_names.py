@@ -196,6 +196,13 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         # beside a title or role word; listed with a name found (周恩来 is also a frequent word)
         ("国务委员罗干出席", ["罗干"]),
         ("名单上有刘宏和周恩来", ["刘宏", "周恩来"]),
+        # jieba tags 周恩来 a time word, but takes 恩来 alone for a name; the given name alone is
+        # the same person once the full name is found
+        ("小时候读过周恩来的传记", ["周恩来"]),
+        ("我最敬佩周恩来，恩来这个名字很好听", ["周恩来", "恩来"]),
+        # transliterations jieba tags as names that end like many places (尔, 斯, 特)
+        ("昨天布莱尔对方案投了反对票", ["布莱尔"]),
+        ("贝内特昨天发来邮件", ["贝内特"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -207,7 +214,10 @@ def test_chinese_names(scrubber, text, names):
                                   "人民的智慧和全军将士", "宣传部发布了通知", "我们要提高素质",
                                   # places and bodies: what ends them or follows them (铁路, 书记 after 党支部)
                                   "南昆铁路全线通车", "党支部书记主持了会议", "居委会主任来了",
-                                  "他是该国第九任总统", "三千名党代表参加大会"])
+                                  "他是该国第九任总统", "三千名党代表参加大会",
+                                  # tagged names whose surname and given characters are far likelier
+                                  # a word's (巴/方, 金/字塔); a transliteration after 抵达/在 is a place
+                                  "巴方同意了这个方案", "金字塔很壮观", "航班抵达贝鲁特后我们去了酒店"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
@@ -305,3 +315,10 @@ def test_given_name_scores_tell_name_characters_from_word_endings():
 
     score = zh_given_scores()
     assert min(score[c] for c in "鹏芳娜伟") > 3 > max(score[c] for c in "部质卡信")
+
+
+def test_surname_scores_tell_surnames_from_word_starts():
+    from shadowreplay.anonymize.gazetteer import zh_surname_scores
+
+    score = zh_surname_scores()
+    assert min(score[s] for s in "王李张刘陈") > 4 > 0 > max(score[s] for s in "巴母")
