@@ -17,7 +17,6 @@ under a name-like key (`NAME_KEY`)."""
 
 from __future__ import annotations
 
-import bisect
 import re
 
 from .gazetteer import (
@@ -67,7 +66,6 @@ _PERSON_VERBS = frozenset(
     "worked went called joined left died born".split()
 )
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
-_PREV_WORD = re.compile(r"([A-Za-z]+)\.?[ \t]*[:,]?[ \t]*$")
 _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
@@ -134,49 +132,116 @@ def _capital_mid_sentence(text: str, s: int) -> bool:
 
 
 def _prev_word(text: str, s: int) -> str:
-    """The word right before position s, lower case."""
-    m = _PREV_WORD.search(text, max(0, s - 24), s)
-    return m.group(1).lower() if m else ""
+    """The word right before position s, lower case: ASCII letters, then an optional dot, spaces,
+    an optional colon or comma and spaces (looked for within 24 characters; a line break right
+    before s may stand between)."""
+    lo = max(0, s - 24)
+    i = s
+    if i > lo and text[i - 1] == "\n":
+        i -= 1
+    while i > lo and text[i - 1] in " \t":
+        i -= 1
+    if i > lo and text[i - 1] in ":,":
+        i -= 1
+        while i > lo and text[i - 1] in " \t":
+            i -= 1
+    if i > lo and text[i - 1] == ".":
+        i -= 1
+    e = i
+    while i > lo and text[i - 1] in _ASCII_LETTERS:
+        i -= 1
+    return text[i:e].lower()
+
+
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 # A line of source code (a statement, a declaration, a comment, markup): there a capitalised
 # word is mostly an identifier (class Iterable, cls is Hashable:), so only names of the name
 # lists count, never a word merely because it is rare.
-_CODE_LINE = re.compile(
-    r"^[ \t]*(?:def |class |import |from [\w.]+ import|return\b|raise |assert |if |for |while |elif |else:|try:|except\b|finally:"
+# how a line of code starts (a keyword, a comment, a bracket, an assignment)
+_CODE_START = re.compile(
+    r"[ \t]*(?:def |class |import |from [\w.]+ import|return\b|raise |assert |if |for |while |elif |else:|try:|except\b|finally:"
     r"|with |async |await |@\w|#|//|/\*|\*|[{}\[\]<]|(?:const|let|var|function|public|private|static|void|int|fn|func|pub|use|package|type|interface) )"
-    r"|[;{}\[\](,]\s*$|\S:[ \t]*$|[=!<>]=|=>|->|\w\(|\)\s*[:{]?\s*$|^\s*\w[\w.]*\s*[+\-*/|&]?=\s*\S|[\"'][A-Z]\w*[\"'],|::\w",
-    re.M,
+    r"|\s*\w[\w.]*\s*[+\-*/|&]?=\s*\S"
 )
+_QUOTED_CAP = re.compile(r"[\"'][A-Z]\w*[\"'],")  # "Foo", in a list of strings
+_LINE_ENDS = frozenset(";{}[](,")
 
 
-def _code_lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the lines of text that look like source code. A NUL (between the
-    strings of a batch) ends a line too, so each string is judged as if alone."""
-    if not ("(" in text or "=" in text or ":" in text or "#" in text or "/" in text or "{" in text or "," in text):
-        return []
-    out = []
-    start = 0
-    while start <= len(text):
-        end = text.find("\x00", start)
-        end = len(text) if end < 0 else end
-        seg = text[start:end] if start or end < len(text) else text
-        for m in _CODE_LINE.finditer(seg):
-            a = seg.rfind("\n", 0, m.start()) + 1
-            b = seg.find("\n", m.end())
-            out.append((start + a, start + (len(seg) if b < 0 else b)))
-        start = end + 1
-    out.sort()
-    return out
+def _code_line(line: str) -> bool:
+    """Does this line (no line break in it) look like source code: a statement, a declaration,
+    a comment, markup? It starts like one (_CODE_START), ends like one (in ; { } [ ] ( , or a
+    colon after a word, or a closing parenthesis), or has an operator (== != <= >= => -> ::x) or
+    a call (name( ) in it."""
+    if _CODE_START.match(line):
+        return True
+    r = line.rstrip()
+    if not r:
+        return False
+    last = r[-1]
+    if last in _LINE_ENDS or last == ")":
+        return True
+    if last in ":{" and r[:-1].rstrip().endswith(")"):
+        return True
+    t = line.rstrip(" \t")
+    if len(t) >= 2 and t[-1] == ":" and not t[-2].isspace():
+        return True
+    if "=" in line and ("==" in line or "!=" in line or "<=" in line or ">=" in line or "=>" in line):
+        return True
+    if "->" in line:
+        return True
+    p = line.find("(", 1)
+    while p > 0:
+        c = line[p - 1]
+        if c.isalnum() or c == "_":
+            return True
+        p = line.find("(", p + 1)
+    p = line.find("::")
+    while p >= 0:
+        c = line[p + 2 : p + 3]
+        if c and (c.isalnum() or c == "_"):
+            return True
+        p = line.find("::", p + 1)
+    return ('",' in line or "'," in line) and _QUOTED_CAP.search(line) is not None
 
 
-def _in_code(lines: list[tuple[int, int]], s: int) -> bool:
-    i = bisect.bisect_right(lines, (s, 1 << 62)) - 1
-    return i >= 0 and lines[i][0] <= s < lines[i][1]
+_CODE_CHARS = re.compile(r"[(=:#/{,]")
+
+
+class _CodeLines:
+    """Which lines of a text look like source code, judged a line at a time when first asked
+    (most texts have a name candidate on a few of their lines only). A NUL (between the strings
+    of a batch) ends a line too, so each string is judged as if alone."""
+
+    __slots__ = ("text", "any", "nul", "memo")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.any = _CODE_CHARS.search(text) is not None  # no line is code without one of these
+        self.nul = "\x00" in text
+        self.memo: dict[int, bool] = {}
+
+    def at(self, s: int) -> bool:
+        if not self.any:
+            return False
+        text = self.text
+        a = text.rfind("\n", 0, s) + 1
+        if self.nul:
+            a = max(a, text.rfind("\x00", 0, s) + 1)
+        hit = self.memo.get(a)
+        if hit is None:
+            b = text.find("\n", s)
+            b = len(text) if b < 0 else b
+            if self.nul:
+                z = text.find("\x00", s, b)
+                b = z if z >= 0 else b
+            hit = self.memo[a] = _code_line(text[a:b])
+        return hit
 
 
 def _latin(text: str, out: list[Span]) -> None:
-    code: list[tuple[int, int]] | None = None
+    code: _CodeLines | None = None
     plain = _PLAIN
     for m in _RUN.finditer(text):
         g0 = m.group()
@@ -186,7 +251,12 @@ def _latin(text: str, out: list[Span]) -> None:
         if b and (text[b - 1].isalnum() or text[b - 1] in _GLUED_BEFORE):
             continue
         if code is None:
-            code = _code_lines(text)
+            code = _CodeLines(text)
+        if " " not in g0 and "\u00a0" not in g0:  # one word, the usual candidate (Price, Carla)
+            c = _classify(g0)
+            if not (_only_word(c) or g0.lower() in _TITLE_WORDS or _STREET_AFTER.match(text, m.end())):
+                _judge(text, [(b, m.end(), g0, c)], -1, out, code)
+            continue
         pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(g0)]
         base = m.start()
         words = []  # (start, end, word, first, last, word)
@@ -219,19 +289,21 @@ def _latin(text: str, out: list[Span]) -> None:
             while g and g[-1][3] is None:
                 g.pop()
             if g:
-                _judge(text, g, title_at if g is groups[0] else -1, out, bool(code) and _in_code(code, g[0][0]))
+                _judge(text, g, title_at if g is groups[0] else -1, out, code)
 
 
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
-def _judge(text: str, g: list, title_at: int, out: list[Span], code: bool = False) -> None:
+def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines) -> None:
     s, e = g[0][0], g[-1][1]
-    if code:  # in a line of code only listed names count: no rare words, no capital-in-sentence
-        g = [(a, b, w, c if c is None else (c[0], c[1], c[2], False)) for a, b, w, c in g]
-        if not any(c is not None and (c[0] or c[1]) for _, _, _, c in g):
+    listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
+    if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
+        # in a line of code only listed names count: no rare words, no capital-in-sentence
+        if not listed:
             return
+        g = [(a, b, w, c if c is None else (c[0], c[1], c[2], False)) for a, b, w, c in g]
     prev = _prev_word(text, title_at if title_at >= 0 else s)
     if title_at < 0:
         t = _TITLE_BEFORE.search(text, max(0, s - 10), s)
@@ -257,7 +329,7 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: bool = Fals
         if (c[0] or c[1]) and not c[2]:  # a name that is no word: Carla, Eleanor, Nakamura
             ok = True
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
-            ok = prev in _STRONG_CUES or post or (not code and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS)
+            ok = prev in _STRONG_CUES or post or (_capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
             if c[3] and not ok:

@@ -1,6 +1,7 @@
-"""names.mention_spans: the other mentions of a name found once, located with str.find and
-checked at their edges (no regex compiled per body). A regular expression written from the
-documented rules is the oracle on random text."""
+"""The name detector's hand-written fast paths, each against its rule written as a regular
+expression (the oracle) on random text: mention_spans (the other mentions of a name found once,
+located with str.find and checked at their edges), the word before a candidate, and whether a
+line looks like source code."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import pytest
 
 from shadowreplay.anonymize.gazetteer import ENGLISH_WORDS
-from shadowreplay.anonymize.names import mention_spans
+from shadowreplay.anonymize.names import _code_line, _prev_word, mention_spans
 
 
 def oracle(text: str, words: set[str], json_text: bool) -> list[tuple[int, int]]:
@@ -62,3 +63,35 @@ def test_agrees_with_the_rules_written_as_a_regex(json_text):
 def test_a_rare_word_taken_for_a_name_is_not_searched_elsewhere():
     # (a capitalised word in no name list may be an identifier: class Iterable)
     assert mention_spans("Iterable iterable", {"Iterable"}) == []
+
+
+PREV_WORD = re.compile(r"([A-Za-z]+)\.?[ \t]*[:,]?[ \t]*$")
+
+
+def test_prev_word_agrees_with_its_regex():
+    rnd = random.Random(11)
+    alphabet = ["Dear", "hi", "x", "Mr", ".", ",", ":", " ", "\t", "\n", "9", "\u00e9", "said", "a", "customer"]
+    for _ in range(20000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 14)))
+        s = rnd.randint(0, len(text))
+        m = PREV_WORD.search(text, max(0, s - 24), s)
+        assert _prev_word(text, s) == (m.group(1).lower() if m else ""), (text, s)
+    assert _prev_word("Thanks, said the customer:  ", 28) == "customer"
+
+
+CODE_LINE = re.compile(
+    r"^[ \t]*(?:def |class |import |from [\w.]+ import|return\b|raise |assert |if |for |while |elif |else:|try:|except\b|finally:"
+    r"|with |async |await |@\w|#|//|/\*|\*|[{}\[\]<]|(?:const|let|var|function|public|private|static|void|int|fn|func|pub|use|package|type|interface) )"
+    r"|[;{}\[\](,]\s*$|\S:[ \t]*$|[=!<>]=|=>|->|\w\(|\)\s*[:{]?\s*$|^\s*\w[\w.]*\s*[+\-*/|&]?=\s*\S|[\"'][A-Z]\w*[\"'],|::\w"
+)
+
+
+def test_code_line_agrees_with_its_regex():
+    rnd = random.Random(5)
+    alphabet = ["def ", "if ", "x", "Foo", " ", "\t", "(", ")", ":", "=", "==", "-", ">", "<", "!", ",", ";", "{", "}", "[",
+                "]", "\"", "'", "A", "_", ".", "\r", "\x0c", "\u00e9", "#", "*", "/", "return", "a.b", "+", "|", "&"]
+    for _ in range(30000):
+        line = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 10)))
+        assert _code_line(line) == (CODE_LINE.search(line) is not None), line
+    assert _code_line("    tokenizer = BertTokenizer.from_pretrained(name)")
+    assert not _code_line("Carla met Sandra in Lisbon last week")
