@@ -110,13 +110,13 @@ COMMON_TOKENS: frozenset[str] = _common_tokens()
 
 def _zh_common() -> dict[str, float]:
     """Zipf frequencies (wordfreq) of the Chinese words of two or more characters at least as
-    frequent as zipf 3.5: 文明 4.98, 祝贺 4.16, 卢布 are there; 王芳 2.08, 李强 2.82, 许立群 are
-    not (jieba tags some of the former as names)."""
+    frequent as zipf 3.0: 文明 4.98, 祝贺 4.16, 贺卡 3.3, 卢布 are there; 王芳 2.08, 李强 2.82,
+    许立群 are not (jieba tags some of the former as names)."""
     import math
 
     from wordfreq import get_frequency_dict
 
-    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict("zh").items() if f >= 10**-5.5 and len(w) >= 2}
+    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict("zh").items() if f >= 10**-6 and len(w) >= 2}
 
 
 ZH_ZIPF: dict[str, float] = _zh_common()

@@ -146,7 +146,7 @@ def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
         return
     word, tag = toks.word, toks.tag
     for i, w in enumerate(word):
-        if w in given and (tag[i] in _NR or w not in ZH_ZIPF):
+        if w in given and (tag[i] in _NR or not _zh_word(w)):
             out.append(Span(toks.start[i], toks.end[i], PERSON))
 
 
@@ -236,10 +236,19 @@ _CN_PLACE_ENDS = frozenset("口庄县市省村镇区路街港湾乡屯寨堡")
 _CN_SPEECH = frozenset("说 表示 指出 认为 强调 宣布 称 介绍 透露 回忆 说道 写道 告诉 会见 会晤 访问 出席 致电 致信".split())
 
 
+_CN_WORD = 3.5  # zipf of a word that is no name without more evidence (two characters: _zh_common)
+_CN_TAGGED_WORD = 3.0  # ...and of a two-character word jieba tags as a name that needs context (贺卡, 钟山)
+
+
+def _zh_word(word: str) -> bool:
+    """A word of Chinese text at least as frequent as zipf 3.5."""
+    return ZH_ZIPF.get(word, 0.0) >= _CN_WORD
+
+
 def _zh_common(word: str) -> bool:
     """A frequent word: zipf >= 3.5 for two characters, >= 4 for longer ones."""
     z = ZH_ZIPF.get(word)
-    return z is not None and z >= (3.5 if len(word) == 2 else 4.0)
+    return z is not None and z >= (_CN_WORD if len(word) == 2 else 4.0)
 
 
 # how words naming a person's role end (部长, 记者, 协调员, 投资家, 选手, 领导人), and their last
@@ -301,7 +310,9 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
             # also a frequent word (文明, 祝贺, 莫斯科) needs context
             # (a famous name is a frequent word too: one whose given characters stand in
             # names far more often than in text, 李鹏, 孙中山, needs no context)
-            ok = (_given_plausible(name[k:]) and (not _zh_common(name) or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)
+            # (and so does a tagged two-character name that is a word at all: 贺卡, 钟山, 母爱)
+            common = _zh_common(name) or (len(name) == 2 and ZH_ZIPF.get(name, 0.0) >= _CN_TAGGED_WORD)
+            ok = (_given_plausible(name[k:]) and (not common or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)
                   and _name_score(name, k) >= _CN_NAME_MIN[len(name) - k]) or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
             ok = len(name) <= 6 and _context(toks, i, j)
@@ -377,13 +388,13 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
                 if not all(is_cjk(c) and c not in _CN_STOP for c in given):
                     continue
                 name = text[p:e]
-                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) or (g == 2 and given in ZH_ZIPF):
+                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) or (g == 2 and _zh_word(given)):
                     continue
                 if name in ZH_PLACES or name in _CN_NOT_NAMES or name[-1] in _CN_PLACE_ENDS:
                     continue
                 score = _given_score(given)
                 z = ZH_ZIPF.get(name, 0.0)
-                if len(name) == 2 and z:
+                if len(name) == 2 and z >= _CN_WORD:
                     continue  # 智慧, 高峰: words first (a name among them needs a cue)
                 if score >= _CN_GIVEN_MIN and (z < 4.0 or score >= _CN_FAMOUS):
                     out.append(Span(p, e, PERSON))
@@ -394,9 +405,9 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
         if (len(w) == 3 and tag[i] not in _NR and tag[i] not in _CN_PLACE_TAGS and w[0] in CN_SURNAMES_1 and w not in ZH_PLACES
                 and _known_given_name(w[1:])):
             out.append(Span(p, p + 3, PERSON))  # 周恩来 (jieba: a time word): 恩来 alone is a name to jieba
-        elif len(w) == 2 and w not in ZH_ZIPF and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
+        elif len(w) == 2 and not _zh_word(w) and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
             out.append(Span(p, p + 2, PERSON))
-        elif (3 <= len(w) <= 6 and tag[i] in _NR and w not in ZH_ZIPF and w not in ZH_PLACES
+        elif (3 <= len(w) <= 6 and tag[i] in _NR and not _zh_word(w) and w not in ZH_PLACES
               and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)
               and (i == 0 or word[i - 1] not in _CN_PLACE_BEFORE)):
             out.append(Span(p, p + len(w), PERSON))

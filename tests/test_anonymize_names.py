@@ -217,7 +217,9 @@ def test_chinese_names(scrubber, text, names):
                                   "他是该国第九任总统", "三千名党代表参加大会",
                                   # tagged names whose surname and given characters are far likelier
                                   # a word's (巴/方, 金/字塔); a transliteration after 抵达/在 is a place
-                                  "巴方同意了这个方案", "金字塔很壮观", "航班抵达贝鲁特后我们去了酒店"])
+                                  "巴方同意了这个方案", "金字塔很壮观", "航班抵达贝鲁特后我们去了酒店",
+                                  # two-character words jieba tags as names (wordfreq zipf >= 3)
+                                  "新年贺卡已经寄出", "他对母爱的理解"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
