@@ -135,7 +135,7 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
 def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
     """A person found by full name is also written by given name alone (周恩来 ... 恩来): a word
     that is the two given characters of a name found, and that jieba tags as a name or that is
-    no frequent word (李建国 ... 建国以来 keeps 建国)."""
+    no word of wordfreq's (zipf < 3: 李建国 ... 建国以来 keeps 建国)."""
     given = set()
     for sp in out[n0:]:
         if sp.kind == PERSON and sp.end - sp.start >= 3:
@@ -146,7 +146,7 @@ def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
         return
     word, tag = toks.word, toks.tag
     for i, w in enumerate(word):
-        if w in given and (tag[i] in _NR or not _zh_word(w)):
+        if w in given and (tag[i] in _NR or w not in ZH_ZIPF):
             out.append(Span(toks.start[i], toks.end[i], PERSON))
 
 
@@ -222,8 +222,15 @@ def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
         a, b, w, t = toks.start[i], toks.end[i], toks.word[i], toks.tag[i]
         if b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and surname_len(w) != len(w):
             return False
+        if a == s and b < e and len(w) >= 2 and t in _CN_WORD_TAGS:
+            return False  # the "surname" begins a word of another kind: 明天/王/局长 is no 明天王
         i += 1
     return True
+
+
+# tags of words that a surname at their start does not make a name (time words, numbers,
+# pronouns, adverbs, ...: 明天, 一些, 他们)
+_CN_WORD_TAGS = frozenset("t m q f d r p c u uj ul uz ug ud".split())
 
 
 # what stands beside a name in news and chat: titles before or after it, speech verbs after it
@@ -407,7 +414,7 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
             out.append(Span(p, p + 3, PERSON))  # 周恩来 (jieba: a time word): 恩来 alone is a name to jieba
         elif len(w) == 2 and not _zh_word(w) and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
             out.append(Span(p, p + 2, PERSON))
-        elif (3 <= len(w) <= 6 and tag[i] in _NR and not _zh_word(w) and w not in ZH_PLACES
+        elif (2 <= len(w) <= 6 and tag[i] in _NR and not (_zh_word(w) or (len(w) == 2 and w in ZH_ZIPF)) and w not in ZH_PLACES
               and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)
               and (i == 0 or word[i - 1] not in _CN_PLACE_BEFORE)):
             out.append(Span(p, p + len(w), PERSON))
@@ -465,7 +472,9 @@ def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
     w = word[i]
     nxt = word[i + 1] if i + 1 < len(word) and start[i + 1] == end_[i] else ""
     k = surname_len(w)
-    if k == len(w) and k <= 2:
+    if k == len(w) and k <= 2 and nxt and tag[i] not in _CN_WORD_TAGS and _after_title(toks, i) and _split_given(toks, i + 1):
+        out.append(Span(start[i], end_[i + 1], PERSON))  # 所长/陈/书生: jieba split the name after a title
+    elif k == len(w) and k <= 2:
         # (何/r 教授: a common surname jieba reads as a pronoun is still one before a title)
         if nxt and (nxt in _CN_TITLES or nxt in _CN_HONORIFICS) and (tag[i] not in _CN_FUNCTION_TAGS or w in _CN_LEAD) and tag[i] not in _CN_NOT_NAME_TAGS:
             if i == 0 or end_[i - 1] != start[i] or not ((is_cjk(word[i - 1][-1]) and len(word[i - 1]) == 1) or tag[i - 1] == "m"):
@@ -479,6 +488,22 @@ def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
     elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
           and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
         out.append(Span(start[i], end_[i], PERSON))
+
+
+def _after_title(toks: _Tokens, i: int) -> bool:
+    """A title or role word right before token i (记者/周, 组长/李)."""
+    if i == 0 or toks.end[i - 1] != toks.start[i]:
+        return False
+    before = toks.word[i - 1]
+    return before in _CN_TITLES or (len(before) >= 2 and before[-1] in _CN_ROLE_LAST and before.endswith(_CN_ROLE_ENDS))
+
+
+def _split_given(toks: _Tokens, j: int) -> bool:
+    """Token j could be the given name of the surname before it (书生 of 陈/书生): one or two
+    characters that are no title, verb of speech or function word and score as given names."""
+    w = toks.word[j]
+    return (len(w) <= 2 and toks.tag[j] not in _CN_WORD_TAGS and w not in _CN_BESIDE and w not in _CN_NOT_NAMES
+            and all(is_cjk(c) and c not in _CN_STOP for c in w) and _given_plausible(w) and _given_score(w) >= 0.0)
 
 
 def text_of(toks: _Tokens, s: int, e: int) -> str:

@@ -203,6 +203,10 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         # transliterations jieba tags as names that end like many places (尔, 斯, 特)
         ("昨天布莱尔对方案投了反对票", ["布莱尔"]),
         ("贝内特昨天发来邮件", ["贝内特"]),
+        # transliterations of two characters jieba tags as names; names jieba split after a title
+        ("恩佐在会上发言", ["恩佐"]),
+        ("请通知所长陈书生参会", ["陈书生"]),
+        ("感谢组长李爱华的帮助", ["李爱华"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -225,7 +229,9 @@ def test_chinese_without_names_is_kept(scrubber, text):
 
 
 @pytest.mark.parametrize("text,surname", [("请孙先生到前台办理手续", "孙"), ("何教授的观点很新颖", "何"), ("按照江主席的指示办", "江"),
-                                          ("这件事请刘主任定", "刘")])
+                                          ("这件事请刘主任定", "刘"),
+                                          # 明天 is a time word, so 明 is no surname: 王 alone is replaced
+                                          ("明天王局长要来检查", "王")])
 def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
     """孙先生, 何/教授 (jieba reads 何 as a pronoun), 江主席 as one word: the surname is replaced,
     the title and everything else kept."""
