@@ -101,6 +101,17 @@ class _Tokens:
             return
         joined = list(accumulate((b - a + 1 for a, b in runs), initial=0))  # each run's start when joined
         shifts = [a - j for (a, _), j in zip(runs, joined)]
+        seps = [k for k, w in enumerate(words) if w == "\n"]
+        if len(seps) == len(runs) - 1:  # each separator one token: shift the runs' tokens slice by slice
+            bounds = [-1, *seps, len(words)]
+            tags = [t for _, t in tagged]
+            for r, shift in enumerate(shifts):
+                a, b = bounds[r] + 1, bounds[r + 1]
+                self.start += map(shift.__add__, offs[a:b])
+                self.end += map(shift.__add__, offs[a + 1 : b + 1])
+                self.word += words[a:b]
+                self.tag += tags[a:b]
+            return
         keep = [k for k, w in enumerate(words) if w != "\n"]
         run_of = [bisect.bisect_right(joined, offs[k]) - 1 for k in keep]
         self.start = [offs[k] + shifts[r] for k, r in zip(keep, run_of)]
@@ -201,13 +212,14 @@ def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
 
 def _could_be_name(toks: _Tokens, i: int) -> bool:
     w, t = toks.word[i], toks.tag[i]
-    if not 2 <= len(w) <= 6 or w in ZH_PLACES or w in _CN_NOT_NAMES or t in _CN_NOT_NAME_TAGS or t in _CN_FUNCTION_TAGS:
+    if not 2 <= len(w) <= 6 or w in ZH_PLACES or w in _CN_NOT_NAMES or t in _CN_WORD_TAGS:
         return False
     k = surname_len(w)
     if k and len(w) - k <= 2 and all(is_cjk(c) for c in w):
+        # (in a list of names jieba's other tags count for less: 巴金/ns, 胡可/v)
         score = _given_score(w[k:])
         return _given_plausible(w[k:]) and score >= 0.0 and (len(w) > 2 or not _zh_common(w))
-    return all(c in _CN_TRANSLIT for c in w) and not _zh_common(w)
+    return t not in _CN_NOT_NAME_TAGS and all(c in _CN_TRANSLIT for c in w) and not _zh_common(w)
 
 
 def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
@@ -543,6 +555,7 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
                 if st < 0:
                     continue
                 k = surname_len(text[st : st + 2])
-                if k and k < ln and ln - k <= 2 and all(is_cjk(c) and c not in _CN_STOP for c in text[st + k : i]) and _fits_words(toks, st, i):
+                if (k and k < ln and ln - k <= 2 and all(is_cjk(c) and c not in _CN_STOP for c in text[st + k : i])
+                        and _given_plausible(text[st + k : i]) and _fits_words(toks, st, i)):
                     out.append(Span(st, i, PERSON))
                     break

@@ -207,6 +207,8 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("恩佐在会上发言", ["恩佐"]),
         ("请通知所长陈书生参会", ["陈书生"]),
         ("感谢组长李爱华的帮助", ["李爱华"]),
+        # listed beside a name found, whatever else jieba tags the word (巴金/ns)
+        ("会上王晓燕、巴金都发了言", ["王晓燕", "巴金"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
