@@ -111,6 +111,7 @@ def _load(con, side: Side, params: dict[str, Any], where: str | None) -> None:
         pred = duckdb.SQLExpression(where) if where else duckdb.ConstantExpression(True)
         in_subset = duckdb.CoalesceOperator(pred, duckdb.ConstantExpression(False)).alias("in_subset")
         con.table("lat").select(duckdb.StarExpression(), in_subset).create_view("lat_subset", replace=True)
+        con.execute(sql_text("compare_starts"))
         con.execute(sql_text("compare_lat"))
         side.has_ttft = has_column_data(con, "ttft_ms")
     except duckdb.Error as e:

@@ -40,7 +40,7 @@ def test_replay_vs_recording_fidelity(runs, capsys):
     assert f["relation"] == "replay vs its recording"
     assert f["matched"] == req.num_rows
     a, b = _np(req, "e2e_ms"), _np(same, "e2e_ms")
-    assert f["p99_ratio_e2e"] == pytest.approx(np.percentile(b, 99) / np.percentile(a, 99))
+    assert f["median_ratio_e2e"] == pytest.approx(np.median(b / a))
     assert f["corr_e2e"] == pytest.approx(np.corrcoef(a, b)[0, 1])
     assert f["verdict"].startswith("no detectable difference")
     lag = _np(same, "send_lag_ms")

@@ -1,9 +1,9 @@
 -- `cmp_lat`: a side of `compare` (its `lat`, one row per request of each run) with the slot of
--- each request counted from its own run's first request, and whether it is in the --where subset.
+-- each request counted from its own run's first request (cmp_starts, compare_starts.sql), and
+-- whether it is in the --where subset.
 -- Reads `lat_subset`: `lat` with `in_subset`, the user's --where predicate, which compare.py
 -- adds as one parsed expression. Parameters: cmp_bucket_s, slo_*_ms. ITL is the per-request mean (e2e - ttft) / (tokens - 1), as in the anomaly fold.
 CREATE OR REPLACE VIEW cmp_lat AS
-WITH starts AS (SELECT run, min(epoch(t)) AS t0 FROM lat GROUP BY run)
 SELECT
     lat_subset.run,
     epoch(t) - t0 AS rel_s,
@@ -22,4 +22,4 @@ SELECT
     completion_tokens,
     epoch(t) + coalesce(e2e_ms, 0) / 1000.0 AS t_end_s,
     epoch(t) AS t_s
-FROM lat_subset JOIN starts USING (run);
+FROM lat_subset JOIN cmp_starts USING (run);
