@@ -137,6 +137,8 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
         _cn_cues(text, toks, out)
     if len(out) > n0:
         out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
+    if len(out) > n0:
+        _drop_places_anywhere(text, toks, out, n0)
     if len(out) > n0 or nr:
         _listed_beside(toks, out, n0)
     if len(out) > n0:
@@ -183,6 +185,22 @@ def _place_or_body(text: str, toks: _Tokens, sp: Span) -> bool:
         return True
     k = bisect.bisect_left(toks.start, sp.end)
     return k < len(toks.start) and toks.start[k] == sp.end and toks.word[k] in _CN_PLACE_NEXT
+
+
+def _drop_places_anywhere(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
+    """A word found as a name that stands elsewhere in the text before a place or body word
+    (罗布泊 ... 罗布泊/地区) names that place everywhere: every span of it is dropped."""
+    words = {text[sp.start : sp.end] for sp in out[n0:] if sp.kind == PERSON and sp.end - sp.start >= 2}
+    places = set()
+    for w in words:
+        p = text.find(w)
+        while p >= 0:
+            if _place_or_body(text, toks, Span(p, p + len(w), PERSON)):
+                places.add(w)
+                break
+            p = text.find(w, p + len(w))
+    if places:
+        out[n0:] = [sp for sp in out[n0:] if text[sp.start : sp.end] not in places]
 
 
 _CN_LIST_JOINS = frozenset("、 和 与 及 同 跟".split())
