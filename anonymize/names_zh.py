@@ -333,6 +333,11 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
             if not cut:
                 break
             name, end, titled = name[:-cut], end - cut, True
+        spoke = False
+        if len(name) >= 3 and name[-1] in _CN_GLUED_AFTER:  # 恩佐说, 谭彦是: jieba took a word in
+            spoke, name, end = name[-1] in _CN_SPEECH, name[:-1], end - 1
+        elif len(name) >= 3 and name[0] in _CN_GLUED_BEFORE and (surname_len(name[1:3]) or name[1] in _CN_TRANSLIT):
+            name, s = name[1:], s + 1  # 同恩佐, 后丁伟
         k = surname_len(name)
         if titled and len(name) == k:
             ok = True  # a surname alone before a title: 孙先生, 韩女士
@@ -350,13 +355,16 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
             # (and so does a tagged two-character name that is a word at all: 贺卡, 钟山, 母爱)
             common = _zh_common(name) or (len(name) == 2 and ZH_ZIPF.get(name, 0.0) >= _CN_TAGGED_WORD)
             ok = (_given_plausible(name[k:]) and (not common or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)
-                  and _name_score(name, k) >= _CN_NAME_MIN[len(name) - k]) or _context(toks, i, j)
+                  and _name_score(name, k) >= _CN_NAME_MIN[len(name) - k]) or spoke or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
-            ok = len(name) <= 6 and _context(toks, i, j)
+            ok = len(name) <= 6 and (spoke or _context(toks, i, j))
         if ok:
             out.append(Span(s, end, PERSON))
 
 
+# characters jieba glues to the end or the start of a name it tags (恩佐说, 谭彦是, 同恩佐)
+_CN_GLUED_AFTER = frozenset("说是摄等在的")
+_CN_GLUED_BEFORE = frozenset("同和与跟对向把被给让叫请由将后从")
 # conjunctions, prepositions, adverbs, pronouns, particles: 和 of 和小王 is no surname
 _CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
 # tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
@@ -562,6 +570,8 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
                 i += 1
                 gap += 1
             e = _cn_name_at(text, i)
+            if e - i >= 3 and text[e - 1] in _CN_GLUED_AFTER:
+                e -= 1  # 由王永摄: 摄 ends no name
             if e > 0 and _fits_words(toks, i, e):
                 out.append(Span(i, e, PERSON))
         else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)

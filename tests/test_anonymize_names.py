@@ -209,6 +209,9 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("感谢组长李爱华的帮助", ["李爱华"]),
         # listed beside a name found, whatever else jieba tags the word (巴金/ns)
         ("会上王晓燕、巴金都发了言", ["王晓燕", "巴金"]),
+        # jieba glued a word to the name it tags (恩佐说, 谭彦是)
+        ("会后恩佐说，明天继续谈", ["恩佐"]),
+        ("谭彦是我们的新同事", ["谭彦"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -242,6 +245,14 @@ def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
     r = scrubber.scrub_text(text)
     i = text.index(surname)
     assert r.text[i] != surname and r.text[:i] + r.text[i + 1 :] == text[:i] + text[i + 1 :], r.text
+
+
+@pytest.mark.parametrize("text,kept", [("会后恩佐说，明天继续谈", "说"), ("谭彦是我们的新同事", "是"), ("照片由王永摄", "摄")])
+def test_chinese_word_glued_to_a_name_is_kept(scrubber, text, kept):
+    """The word jieba glued to a name (说, 是; 摄 after a cue) stays as it is."""
+    r = scrubber.scrub_text(text)
+    i = text.index(kept)
+    assert r.text != text and r.text[i:] == text[i:], r.text
 
 
 def test_withheld_name_keeps_mou(scrubber):
