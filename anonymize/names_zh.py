@@ -520,8 +520,9 @@ def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
     elif k and w[k:] in _CN_GLUED_TITLES and tag[i] not in _NR:
         out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
     elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
-          and all(is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES and not _zh_common(w)
-          and _given_plausible(w[k:]) and _context(toks, i, i)):
+          and all(is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES
+          and _given_plausible(w[k:]) and _context(toks, i, i)
+          and (not _zh_common(w) or (tag[i] == "ns" and i and toks.word[i - 1] in _CN_TITLES))):
         out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
     elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
           and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):

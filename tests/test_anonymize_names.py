@@ -211,6 +211,8 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("会上王晓燕、巴金都发了言", ["王晓燕", "巴金"]),
         # jieba glued a word to the name it tags (恩佐说, 谭彦是)
         ("会后恩佐说，明天继续谈", ["恩佐"]),
+        # a frequent word jieba tags as a place, right after a title (秘书长/安南)
+        ("联合国秘书长安南今天抵达", ["安南"]),
         ("谭彦是我们的新同事", ["谭彦"]),
     ],
 )
