@@ -148,18 +148,22 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
 def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
     """A person found by full name is also written by given name alone (周恩来 ... 恩来): a word
     that is the two given characters of a name found, and that jieba tags as a name or that is
-    no word of wordfreq's (zipf < 3: 李建国 ... 建国以来 keeps 建国)."""
+    no word of wordfreq's (zipf < 3: 李建国 ... 建国以来 keeps 建国); and by surname alone
+    (赵小军 ... 赵/nr 外出了): the surname of a name found where jieba tags it a name."""
     given = set()
+    surnames = set()
     for sp in out[n0:]:
-        if sp.kind == PERSON and sp.end - sp.start >= 3:
+        if sp.kind == PERSON and sp.end - sp.start >= 2:
             k = surname_len(text[sp.start : sp.start + 2])
             if k and sp.end - sp.start - k == 2:
                 given.add(text[sp.start + k : sp.end])
-    if not given:
+            if k == 1:
+                surnames.add(text[sp.start])
+    if not given and not surnames:
         return
     word, tag = toks.word, toks.tag
     for i, w in enumerate(word):
-        if w in given and (tag[i] in _NR or w not in ZH_ZIPF):
+        if (w in given and (tag[i] in _NR or w not in ZH_ZIPF)) or (w in surnames and tag[i] in _NR):
             out.append(Span(toks.start[i], toks.end[i], PERSON))
 
 

@@ -249,6 +249,13 @@ def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
     assert r.text[i] != surname and r.text[:i] + r.text[i + 1 :] == text[:i] + text[i + 1 :], r.text
 
 
+def test_chinese_surname_alone_after_the_full_name(scrubber):
+    text = "赵小军昨天没来上班，同事说赵外出了"
+    r = scrubber.scrub_text(text)
+    i = text.rindex("赵")
+    assert r.text[i] != "赵" and r.text[i + 1 :] == text[i + 1 :] and "小军" not in r.text, r.text
+
+
 @pytest.mark.parametrize("text,kept", [("会后恩佐说，明天继续谈", "说"), ("谭彦是我们的新同事", "是"), ("照片由王永摄", "摄")])
 def test_chinese_word_glued_to_a_name_is_kept(scrubber, text, kept):
     """The word jieba glued to a name (说, 是; 摄 after a cue) stays as it is."""
