@@ -24,6 +24,10 @@ from .venv import find_vllm_python
 SCHEDULING_POLICIES = ("fcfs", "priority")
 DEFAULT_KV_CACHE_GIB = 2  # VLLM_CPU_KVCACHE_SPACE on CPU hosts
 DEFAULT_READY_TIMEOUT_S = 900.0  # startup is 1-2 min alone, compiling can take 5+ on a busy 2-core machine
+# the logits processor that pins a Messages request's length (vllm_xargs.min_tokens), imported by
+# vLLM's Python from this folder
+PLUGIN_DIR = Path(__file__).resolve().parent / "vllm_plugins"
+PIN_PROCESSOR = "shadowreplay_pin:PinnedLength"
 
 
 @dataclass
@@ -45,6 +49,7 @@ class EngineConfig:
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # extra environment, e.g. VLLM_CPU_OMP_THREADS_BIND
     nice: int = 0  # run the engine at this lower CPU priority (the replayer beside it keeps its timing)
+    pin_length: bool = True  # load PIN_PROCESSOR (not into a pooling model, which takes none)
 
     def __post_init__(self) -> None:
         if self.scheduling_policy is not None and self.scheduling_policy not in SCHEDULING_POLICIES:
@@ -105,7 +110,16 @@ def server_command(python: str | os.PathLike, cfg: EngineConfig) -> list[str]:
         cmd += ["--long-prefill-token-threshold", str(cfg.long_prefill_token_threshold)]
     if cfg.gpu_memory_utilization is not None:
         cmd += ["--gpu-memory-utilization", str(cfg.gpu_memory_utilization)]
+    if _loads_pin(cfg):
+        cmd += ["--logits-processors", PIN_PROCESSOR]
     return cmd + list(cfg.extra_args)
+
+
+def _loads_pin(cfg: EngineConfig) -> bool:
+    # vLLM refuses custom logits processors for a pooling (embedding) model, and a user's own
+    # --logits-processors in --engine-args is theirs
+    args = " ".join(cfg.extra_args)
+    return cfg.pin_length and "--logits-processors" not in args and not any(w in args for w in ("pooling", "embed"))
 
 
 def server_env(cfg: EngineConfig, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -118,6 +132,8 @@ def server_env(cfg: EngineConfig, base: dict[str, str] | None = None) -> dict[st
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     env["PYTHONUNBUFFERED"] = "1"
+    if _loads_pin(cfg):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGIN_DIR), env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -610,11 +610,16 @@ class MessagesApi(LlmApi):
         return parts + [_content_text(m.get("content")) for m in msgs if isinstance(m, dict)]
 
     def pin_output(self, body: dict, n: int | None, *, ignore_eos: bool, stream: bool) -> None:
-        # vLLM's Messages API (0.32) has no min_tokens or ignore_eos: only the cap is pinned, so a
-        # replayed message can end early at an end-of-sequence token (completion_tokens <
-        # expected_completion_tokens in the results). Usage always comes with the stream.
+        # vLLM's Messages API (0.32) has no min_tokens or ignore_eos, but passes vllm_xargs to the
+        # sampling parameters: a shadow started by `shadow up` holds back stop tokens until
+        # vllm_xargs.min_tokens (shadow/vllm_plugins/shadowreplay_pin.py); elsewhere only the cap
+        # is pinned, and a message can end early (completion_tokens < expected_completion_tokens).
+        # Usage always comes with the stream.
         if n is not None and n > 0:
             body["max_tokens"] = int(n)
+            if ignore_eos:
+                xargs = body.get("vllm_xargs")
+                body["vllm_xargs"] = (dict(xargs) if isinstance(xargs, dict) else {}) | {"min_tokens": int(n)}
         if stream:
             body["stream"] = True
 

@@ -316,9 +316,13 @@ def test_pin_output_in_each_api_own_fields():
     b = {"input": "x", "max_output_tokens": 3}
     RESPONSES.pin_output(b, 12, ignore_eos=True, stream=False)
     assert b == {"input": "x", "max_output_tokens": 12, "ignore_eos": True}
-    b = {"messages": [], "max_tokens": 3}
+    b = {"messages": [], "max_tokens": 3, "vllm_xargs": {"x": 1}}
     MESSAGES.pin_output(b, 12, ignore_eos=True, stream=True)
-    assert b == {"messages": [], "max_tokens": 12, "stream": True}  # vLLM's Messages API has no min_tokens/ignore_eos
+    # vLLM's Messages API has no min_tokens/ignore_eos: the shadow's processor reads vllm_xargs
+    assert b == {"messages": [], "max_tokens": 12, "vllm_xargs": {"x": 1, "min_tokens": 12}, "stream": True}
+    b = {"messages": [], "max_tokens": 3}
+    MESSAGES.pin_output(b, 12, ignore_eos=False, stream=False)
+    assert b == {"messages": [], "max_tokens": 12}
     b = {"messages": [], "max_tokens": 3}
     MESSAGES.pin_output(b, None, ignore_eos=True, stream=False)
     assert b == {"messages": [], "max_tokens": 3}  # no recorded count: as recorded

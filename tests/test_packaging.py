@@ -35,6 +35,8 @@ def test_the_wheel_has_one_top_level_name(wheel):
     shipped_sql = {p for p in paths if p.endswith(".sql")}
     repo_sql = {f"shadowreplay/{f.relative_to(REPO)}" for part in PARTS for f in (REPO / part).rglob("*.sql")}
     assert repo_sql and repo_sql <= shipped_sql
+    # the logits processor vLLM's own Python imports from the shadow's PYTHONPATH
+    assert "shadowreplay/shadow/vllm_plugins/shadowreplay_pin.py" in paths
 
 
 def test_the_installed_wheel_imports_from_itself(wheel, tmp_path):

@@ -39,3 +39,33 @@ def test_replay_into_vllm_generates_recorded_token_counts(tmp_path, tiny_vllm):
     metrics = duckdb.connect().execute(
         f"SELECT DISTINCT metric FROM read_parquet('{tmp_path}/out/engine_metrics/**/*.parquet')").fetchall()
     assert ("vllm:num_requests_running",) in metrics
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_the_shadows_pin_processor_holds_back_stop_tokens(tiny_vllm):
+    """vLLM's Messages API has no min_tokens; the shadow's logits processor reads
+    vllm_xargs.min_tokens instead (shadow/vllm_plugins). Shown on a request whose end-of-sequence
+    token is forced by a logit bias (possible only on chat), then on Messages as replayed."""
+    import json
+
+    import httpx
+
+    from shadowreplay.llmapi import api_for_kind
+    from shadowreplay.shadow.tiny_model import MODEL_NAME
+
+    srv, model_dir = tiny_vllm
+    eos = json.loads((model_dir / "config.json").read_text())["eos_token_id"]
+    chat = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "Tell me about the sea"}], "max_tokens": 12,
+            "logit_bias": {str(eos): 100}, "temperature": 0}
+    with httpx.Client(base_url=srv.url, timeout=120) as c:
+        early = c.post("/v1/chat/completions", json=chat).json()
+        assert early["usage"]["completion_tokens"] < 12 and early["choices"][0]["finish_reason"] == "stop", early
+        held = c.post("/v1/chat/completions", json=chat | {"vllm_xargs": {"min_tokens": 12}}).json()
+        assert held["usage"]["completion_tokens"] == 12 and held["choices"][0]["finish_reason"] == "length", held
+        # a Messages body pinned as the replayer pins it: vLLM takes vllm_xargs there too
+        body = {"model": MODEL_NAME, "max_tokens": 100, "messages": [{"role": "user", "content": "Hello there"}]}
+        api_for_kind("messages").pin_output(body, 40, ignore_eos=True, stream=False)
+        assert body["vllm_xargs"] == {"min_tokens": 40}
+        msg = c.post("/v1/messages", json=body).json()
+        assert msg["usage"]["output_tokens"] == 40 and msg["stop_reason"] == "max_tokens", msg

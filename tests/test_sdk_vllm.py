@@ -138,7 +138,8 @@ def openai_calls(oc, model: str) -> dict[str, Seen]:
 def anthropic_calls(ac, model: str) -> dict[str, Seen]:
     seen: dict[str, Seen] = {}
     user = f"Please mail the forecast to {EMAIL} or call {PHONE}."
-    # temperature 0: vLLM's Messages API cannot ignore EOS, so the replay must take the same path
+    # temperature 0: the recorded calls take one path (their stop_reason is asserted); the replay is
+    # held to the recorded length by the shadow's pin processor (vLLM's Messages API has no min_tokens)
     s = seen["messages"] = Seen()
     r = ac.messages.create(model=model, system="Answer briefly.", max_tokens=6, extra_body={"temperature": 0},
                            messages=[{"role": "user", "content": user}], extra_headers=h("messages"))
