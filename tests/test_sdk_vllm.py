@@ -132,6 +132,16 @@ def openai_calls(oc, model: str) -> dict[str, Seen]:
             s.output()
         if ev.type == "response.completed":
             s.prompt, s.completion = ev.response.usage.input_tokens, ev.response.usage.output_tokens
+
+    # a forced tool call: the stream carries function-call argument deltas only
+    s = seen["responses-stream-tool-call"] = Seen()
+    s.streamed = True
+    for ev in oc.responses.create(model=model, input=user, tools=RESP_TOOLS, tool_choice="required", max_output_tokens=48,
+                                  stream=True, extra_headers=h("responses-stream-tool-call")):
+        if ev.type.endswith(".delta") and getattr(ev, "delta", None):
+            s.output()
+        if ev.type == "response.completed":
+            s.prompt, s.completion = ev.response.usage.input_tokens, ev.response.usage.output_tokens
     return seen
 
 
