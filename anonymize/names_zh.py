@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from itertools import accumulate
+from itertools import accumulate, compress
+from operator import add, itemgetter, not_
 
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
 from .spans import PERSON, Span
@@ -73,6 +74,9 @@ def _tag(segment: str) -> list[tuple[str, str]]:
     return _tagger(segment)
 
 
+_first, _second = itemgetter(0), itemgetter(1)
+
+
 class _Tokens:
     """jieba's tokens of a text's Chinese runs: parallel lists of start and end positions (in the
     text), words and tags, sorted by position."""
@@ -84,40 +88,40 @@ class _Tokens:
         self.end: list[int] = []
         self.word: list[str] = []
         self.tag: list[str] = []
-        runs = [(m.start(), m.end()) for m in _CJK_RUN.finditer(text)]
+        runs = [m.span() for m in _CJK_RUN.finditer(text)]
         if not runs:
             return
         # every run tagged in one call, the runs joined by line breaks (jieba never joins words
-        # across one); the separators' tokens are dropped and positions mapped back run by run
-        tagged = _tag("\n".join(text[a:b] for a, b in runs))
-        words = [w for w, _ in tagged]
+        # across one); the separators' tokens are dropped and positions mapped back, all with
+        # C-level maps over the token lists
+        tagged = _tag("\n".join([text[a:b] for a, b in runs]))
+        words = list(map(_first, tagged))
+        tags = list(map(_second, tagged))
         offs = list(accumulate(map(len, words), initial=0))
         if len(runs) == 1:
             shift = runs[0][0]
-            self.start = [o + shift for o in offs[:-1]]
-            self.end = [o + shift for o in offs[1:]]
+            self.start = list(map(shift.__add__, offs[:-1]))
+            self.end = list(map(shift.__add__, offs[1:]))
             self.word = words
-            self.tag = [t for _, t in tagged]
+            self.tag = tags
             return
         joined = list(accumulate((b - a + 1 for a, b in runs), initial=0))  # each run's start when joined
         shifts = [a - j for (a, _), j in zip(runs, joined)]
-        seps = [k for k, w in enumerate(words) if w == "\n"]
-        if len(seps) == len(runs) - 1:  # each separator one token: shift the runs' tokens slice by slice
-            bounds = [-1, *seps, len(words)]
-            tags = [t for _, t in tagged]
-            for r, shift in enumerate(shifts):
-                a, b = bounds[r] + 1, bounds[r + 1]
-                self.start += map(shift.__add__, offs[a:b])
-                self.end += map(shift.__add__, offs[a + 1 : b + 1])
-                self.word += words[a:b]
-                self.tag += tags[a:b]
+        is_sep = list(map("\n".__eq__, words))
+        if sum(is_sep) == len(runs) - 1:  # each separator one token: no bisect per token
+            shift_of = list(map(shifts.__getitem__, accumulate(is_sep)))  # by the separators before a token
+            keep = list(map(not_, is_sep))
+            self.start = list(compress(map(add, offs, shift_of), keep))
+            self.end = list(compress(map(add, offs[1:], shift_of), keep))
+            self.word = list(compress(words, keep))
+            self.tag = list(compress(tags, keep))
             return
         keep = [k for k, w in enumerate(words) if w != "\n"]
         run_of = [bisect.bisect_right(joined, offs[k]) - 1 for k in keep]
         self.start = [offs[k] + shifts[r] for k, r in zip(keep, run_of)]
         self.end = [offs[k + 1] + shifts[r] for k, r in zip(keep, run_of)]
         self.word = [words[k] for k in keep]
-        self.tag = [tagged[k][1] for k in keep]
+        self.tag = [tags[k] for k in keep]
 
     def at_or_before(self, pos: int) -> int:
         return max(bisect.bisect_right(self.start, pos) - 1, 0)
