@@ -328,6 +328,9 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
         w, t = word[i], tag[i]
         if surname_len(w) == len(w) and j + 1 < n and tag[j + 1] in _NR and len(word[j + 1]) <= 2:
             j += 1
+        elif (len(w) == 1 and surname_len(w) == 1 and t in _NR and j + 1 < n and start[j + 1] == end_[j]
+              and _split_given(toks, j + 1) and word[j + 1] not in ZH_PLACES):
+            j += 1  # 李/nr 森林/n: jieba split the name it saw
         while j + 2 < n and word[j + 1] in DOTS and len(word[j + 2]) <= 4:
             j += 2  # 阿卜杜拉·买买提: whatever follows the dot belongs to the name
         done = j
@@ -362,8 +365,9 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
             # names far more often than in text, 李鹏, 孙中山, needs no context)
             # (and so does a tagged two-character name that is a word at all: 贺卡, 钟山, 母爱)
             common = _zh_common(name) or (len(name) == 2 and ZH_ZIPF.get(name, 0.0) >= _CN_TAGGED_WORD)
+            least = _CN_NAME_MIN_WORD if name in ZH_ZIPF else _CN_NAME_MIN[len(name) - k]
             ok = (_given_plausible(name[k:]) and (not common or _given_score(name[k:]) >= _CN_FAMOUS_TAGGED)
-                  and _name_score(name, k) >= _CN_NAME_MIN[len(name) - k]) or spoke or _context(toks, i, j)
+                  and _name_score(name, k) >= least) or spoke or _context(toks, i, j)
         else:  # a transliteration (克林顿, 恩佐) or a longer run: only where the context says so
             ok = len(name) <= 6 and (spoke or _context(toks, i, j))
         if ok:
@@ -394,6 +398,7 @@ _CN_TRANSLIT_PLACE_ENDS = frozenset("达拉亚加")  # 巴格达, 赫尔辛基 a
 # the least name score (surname and given characters together) of a tagged name without context,
 # by the number of given characters: 贺/卡, 巴/方, 罗/布泊, 金/字塔 score below, 王/芳, 贺/龙 above
 _CN_NAME_MIN = (0.0, -1.0, -2.0)
+_CN_NAME_MIN_WORD = 2.0  # ...and one that is also a word of zipf >= 3 (连/衣裙 -0.7, 马/尼拉; 刘/伯承 above)
 
 
 def _name_score(name: str, k: int) -> float:

@@ -213,6 +213,8 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         ("会后恩佐说，明天继续谈", ["恩佐"]),
         # a frequent word jieba tags as a place, right after a title (秘书长/安南)
         ("联合国秘书长安南今天抵达", ["安南"]),
+        # jieba tags the surname a name and splits the given name off as a word (李/森林)
+        ("订户李森林打来电话", ["李森林"]),
         ("谭彦是我们的新同事", ["谭彦"]),
     ],
 )
@@ -232,7 +234,10 @@ def test_chinese_names(scrubber, text, names):
                                   # two-character words jieba tags as names (wordfreq zipf >= 3)
                                   "新年贺卡已经寄出", "他对母爱的理解",
                                   # a word before a place word anywhere in the text is that place everywhere
-                                  "那年夏天我们去了罗布泊，罗布泊地区很干旱"])
+                                  "那年夏天我们去了罗布泊，罗布泊地区很干旱",
+                                  # 连 tagged a surname before a place; a word jieba tags as a name
+                                  # whose surname and given characters score low (连/衣裙)
+                                  "我们连美国都去过", "连衣裙尺码偏大"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
