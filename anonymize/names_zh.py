@@ -5,7 +5,8 @@ when it starts with a surname of the gazetteer, is a transliterated name joined 
 before an honorific (先生, 女士, 小姐, 老师, 总, ...) or after a cue (我叫, 客户, 用户, 由, ...). Names
 are also found without a tag: a surname followed by characters that stand in given names far more
 often than in text, a surname alone before a title (孙先生), names listed beside a name found
-(、/和/与). Names of places and organisations (what ends them, what follows them) are dropped.
+(、/和/与), the given name or surname alone of a name found (周恩来 ... 恩来). Names of places and
+organisations (what ends them, what follows them at any mention) are dropped.
 `find_chinese_names` appends PERSON spans."""
 
 from __future__ import annotations
@@ -392,7 +393,7 @@ _CN_TRANSLIT = frozenset(
     "贾杰金卡凯坎康科克肯库拉莱赖兰朗劳勒雷里利连琳卢鲁伦罗洛马迈麦曼梅门蒙米密莫默穆纳内尼努诺帕派潘佩彭皮珀普齐奇恰乔"
     "切钦丘萨塞桑瑟森沙尚舍什施斯松苏索塔泰坦汤唐特滕提图托瓦威维韦温沃乌伍西希谢辛休雅亚扬耶伊尤约泽扎詹兹佐尔夫顿撒姆翰玛列娜莎琼蕾黛罕奈汀妮茨丽林文瑞"
 )
-_CN_TRANSLIT_PLACE_ENDS = frozenset("达拉亚加")  # 巴格达, 赫尔辛基 aside: 达/斯/... end many places
+_CN_TRANSLIT_PLACE_ENDS = frozenset("达拉亚加")  # 巴格达, 马尼拉, 印度尼西亚, 芝加哥: they end many places
 
 
 # the least name score (surname and given characters together) of a tagged name without context,
