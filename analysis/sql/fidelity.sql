@@ -1,6 +1,6 @@
 -- Request-by-request agreement of two runs of the same traffic (e.g. a recording and its replay,
 -- or two replays of one recording): views `fid_a` and `fid_b` are the `lat` of the first run of
--- each side. Ratios are B / A; correlations and the median ratio over the pairs where both
+-- each side, `rid` the hash of request_id. Ratios are B / A; correlations and the median ratio over the pairs where both
 -- succeeded. (The percentiles of each side are compare's figures, with their intervals.)
 WITH j AS (
     SELECT
@@ -8,7 +8,7 @@ WITH j AS (
         x.e2e_ms AS a_e2e, y.e2e_ms AS b_e2e,
         x.failed AS a_failed, y.failed AS b_failed
     FROM fid_a x
-    JOIN fid_b y USING (request_id)
+    JOIN fid_b y USING (rid)
 )
 SELECT
     count(*) AS matched,
