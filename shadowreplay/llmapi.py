@@ -65,6 +65,8 @@ class SseFramer:
         self._buf = b""
 
     def feed(self, data: bytes) -> bytes:
+        if not self._buf and data[-2:] == b"\n\n" and b"\r" not in data:
+            return data  # whole events, nothing held back: what a server's every write is
         buf = self._buf + data if self._buf else data
         if b"\r" in buf:  # CRLF or CR line endings (allowed by the SSE spec): made \n
             buf = buf.replace(b"\r\n", b"\n")
@@ -238,6 +240,18 @@ _CHAT_OUT = re.compile(
     rb'"(?:(?:content|reasoning(?:_content)?|refusal|text)"\s*:\s*"(?!")'
     rb'|t(?:ool_calls"\s*:\s*\[\s*\{|oken_ids"\s*:\s*\[\s*\d))'
 )
+_CONTENT = b'"content":"'
+
+
+def _chat_output(data: bytes) -> bool:
+    """_CHAT_OUT's answer, the usual case first: a non-empty "content" as servers write it (no
+    spaces), found by bytes.find; anything else by the pattern."""
+    i = data.find(_CONTENT)
+    if i >= 0 and data[i + 11 : i + 12] != b'"':
+        return True
+    return _CHAT_OUT.search(data) is not None
+
+
 # One match per line that carries output (the match runs on to the end of its line).
 _CHAT_LINE = re.compile(rb"(?:" + _CHAT_OUT.pattern + rb")[^\n]*\n")
 USAGE_RE = re.compile(rb'"usage"\s*:\s*\{')
@@ -292,7 +306,7 @@ class LlmApi:
     @property
     def output_test(self) -> Callable[[bytes], Any]:
         """carries_output as one callable with a truthy result (the replayer binds it once per
-        response; for chat and completions it is the pattern's own search, no Python frame)."""
+        response; for chat and completions a plain function, no method call)."""
         return self.carries_output
 
     def usage_of(self, obj: Any, usage: dict | None) -> dict | None:
@@ -443,6 +457,13 @@ class ChatApi(_OpenAiChoices):
     kind = "chat"
     route = "/chat/completions"
     default_path = "/v1/chat/completions"
+
+    def carries_output(self, data: bytes) -> bool:
+        return _chat_output(data)
+
+    @property
+    def output_test(self) -> Callable[[bytes], Any]:
+        return _chat_output
 
     def prompt_parts(self, body: dict) -> list[str] | None:
         msgs = body.get("messages")

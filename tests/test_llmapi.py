@@ -461,3 +461,17 @@ def test_a_cut_stream_is_reported_with_its_api_end_event():
     cut = RESPONSES_TEXT[: RESPONSES_TEXT.index(b"event: response.completed")]
     row = _row("/v1/responses", {"model": "m", "input": "x", "stream": True}, cut)
     assert row["error"] == "response stream ended without response.completed" and row["completion_tokens"] is None
+
+
+def test_chat_output_test_agrees_with_its_pattern():
+    """The chat output test finds a non-empty "content" with bytes.find before trying the pattern:
+    the same answer as the pattern alone, on random event bytes."""
+    import random
+
+    rnd = random.Random(3)
+    pieces = [b'"content":"', b'"content":""', b'"content": "x', b'\\"content\\":\\"', b'"reasoning":"r', b'"text":"', b'"tool_calls":[{',
+              b'"token_ids":[1', b'{"delta":{', b'}', b'"', b"x", b" ", b":", b'"role":"assistant"', b'"usage":{']
+    for _ in range(20000):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 6)))
+        assert bool(CHAT.output_test(data)) == (llmapi._CHAT_OUT.search(data) is not None), data
+        assert CHAT.carries_output(data) == (llmapi._CHAT_OUT.search(data) is not None), data
