@@ -55,6 +55,22 @@ def test_command_maps_every_engine_flag():
     assert "--no-enable-chunked-prefill" in cmd2 and "--enable-prefix-caching" in cmd2
 
 
+def test_the_pin_processor_is_loaded_unless_it_cannot_be():
+    from shadowreplay.shadow.engine import PIN_PROCESSOR, PLUGIN_DIR
+
+    cmd = server_command("py", cfg())
+    assert cmd[cmd.index("--logits-processors") + 1] == PIN_PROCESSOR
+    assert (PLUGIN_DIR / (PIN_PROCESSOR.split(":")[0] + ".py")).is_file()
+    env = server_env(cfg(), base={"PYTHONPATH": "/x"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(PLUGIN_DIR), "/x"]
+    # a pooling model takes no processors; a user's own --logits-processors are theirs
+    for extra in (["--runner", "pooling"], ["--logits-processors", "mine:Proc"]):
+        c = cfg(extra_args=extra)
+        assert server_command("py", c).count("--logits-processors") == extra.count("--logits-processors")
+        assert "PYTHONPATH" not in server_env(c, base={})
+    assert "--logits-processors" not in server_command("py", cfg(pin_length=False))
+
+
 def test_env_sets_kv_cache_and_offline():
     env = server_env(cfg(kv_cache_space_gib=1.5), base={})
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "1.5"
