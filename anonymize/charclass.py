@@ -9,6 +9,7 @@ from .gazetteer import CN_GIVEN_CHARS
 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
+ASCII_LETTERS = frozenset(_UPPER + _LOWER)
 _CONS_L = "bcdfghjklmnprstvwz"
 _VOW_L = "aeiou"
 _HEX_L = "abcdef"

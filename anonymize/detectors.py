@@ -13,7 +13,8 @@ from itertools import accumulate
 import phonenumbers
 
 from .checksums import cn_id_shaped, iban_ok, luhn_ok
-from .names import find_names, mentions, name_words
+from .charclass import ASCII_LETTERS
+from .names import find_names, lower_same_length, mentions, name_words
 
 
 from .spans import CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
@@ -50,13 +51,12 @@ _GLUE_CUES = frozenset(
     "tel phone mobile mob cell cellphone fax whatsapp wechat id idno idcard card cardno acct account iban "
     "ssn no num number passport sfz".split()
 )
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 def _after_cue_word(text: str, s: int) -> bool:
     """The ASCII letters right before position s form a whole word that is a _GLUE_CUES cue."""
     a = s
-    while a > 0 and s - a < 10 and text[a - 1] in _ASCII_LETTERS:
+    while a > 0 and s - a < 10 and text[a - 1] in ASCII_LETTERS:
         a -= 1
     if a == s or (a > 0 and _is_wordish(text[a - 1])):
         return False
@@ -220,11 +220,11 @@ def _numbers(text: str, out: list[Span]) -> None:
         while e < n and e - p < 4 and text[e].isdigit():
             e += 1
         if e - p < 4 and not any(c.isdigit() for c in text[e : e + 3]) and not (
-                p >= 2 and text[p - 1] in _ASCII_LETTERS and text[p - 2] in _ASCII_LETTERS):
+                p >= 2 and text[p - 1] in ASCII_LETTERS and text[p - 2] in ASCII_LETTERS):
             covered = e
             continue
         # IBAN: two capital letters right before the digits
-        if p >= 2 and text[p - 2] in _ASCII_LETTERS and text[p - 1] in _ASCII_LETTERS and (p == 2 or not _is_wordish(text[p - 3])):
+        if p >= 2 and text[p - 2] in ASCII_LETTERS and text[p - 1] in ASCII_LETTERS and (p == 2 or not _is_wordish(text[p - 3])):
             m = _IBAN.match(text, p - 2)
             if m and _iban_at(text, m, out):
                 covered = out[-1].end
@@ -518,9 +518,7 @@ def _other_mentions(text: str, spans: list[Span], n_before: int) -> None:
 
 def find_spans(text: str) -> list[Span]:
     spans: list[Span] = []
-    lo = text.lower()
-    if len(lo) != len(text):  # a few characters lower-case to two; keep positions exact
-        lo = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    lo = lower_same_length(text)  # (a few characters lower-case to two: positions kept exact)
     ascii_text = text.isascii()
     # every secret prefix, key word and English name trigger has an ASCII letter; a Chinese text
     # often has none (checked on the lower-cased text: a Kelvin sign lower-cases to "k")

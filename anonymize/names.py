@@ -23,6 +23,7 @@ from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
     NOT_PERSON_WORDS, TITLES,
 )
+from .charclass import ASCII_LETTERS
 from .names_zh import DOTS, find_chinese_names, is_cjk, surname_len
 from .spans import PERSON, Span
 
@@ -148,12 +149,10 @@ def _prev_word(text: str, s: int) -> str:
     if i > lo and text[i - 1] == ".":
         i -= 1
     e = i
-    while i > lo and text[i - 1] in _ASCII_LETTERS:
+    while i > lo and text[i - 1] in ASCII_LETTERS:
         i -= 1
     return text[i:e].lower()
 
-
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
 # A line of source code (a statement, a declaration, a comment, markup): there a capitalised
@@ -457,8 +456,8 @@ def lower_same_length(text: str) -> str:
     return lo
 
 
-# the edges of a word in prose, as _RUN has them: not an attribute (obj.Emin), a call, a path
-_NOT_BEFORE = frozenset("_-.@/\\#$%&*+=|~^`")
+# the edges of a word in prose, as _RUN has them (_GLUED_BEFORE before it): not an attribute
+# (obj.Emin), a call, a path
 _NOT_AFTER = frozenset("_-(@/\\")
 _NOT_AFTER_JSON = frozenset("_-(@/")
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -468,7 +467,7 @@ def _edge_before(text: str, i: int, json_text: bool) -> bool:
     if i == 0:
         return True
     c = text[i - 1]
-    if not (c.isalnum() or c in _NOT_BEFORE):
+    if not (c.isalnum() or c in _GLUED_BEFORE):
         return True
     if json_text and i >= 2:
         # decoded, a newline, tab or quote stands there (an escaped backslash does not)
