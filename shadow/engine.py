@@ -166,6 +166,20 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def set_session_nice(pid: int, nice: int) -> bool:
+    """Gives the session led by `pid` the CPU priority `nice` against other sessions. With the
+    kernel's autogroups on (most desktop and many server kernels), CPU time is shared between
+    sessions first and a process's own nice only counts within its session, so an engine started
+    in a session of its own at nice 10 still competes with the replayer as an equal. Returns
+    False where there are no autogroups (the process nice is then all there is)."""
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
+        return True
+    except OSError:
+        return False
+
+
 def stop_group(pgid: int, proc: subprocess.Popen | None = None, grace_s: tuple[float, float] = (20.0, 10.0)) -> None:
     """Stops every process of a process group: SIGINT, then SIGTERM, then SIGKILL."""
 
@@ -265,6 +279,8 @@ class VllmServer:
                 env=server_env(self.cfg),
                 start_new_session=True,  # own process group: stop() reaches the engine core too
             )
+        if self.cfg.nice:
+            set_session_nice(self.proc.pid, self.cfg.nice)
         return self
 
     def wait_ready(self, timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
