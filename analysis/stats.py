@@ -241,6 +241,19 @@ def estimate(ra: Replicates, rb: Replicates, *, lower_is_better: bool = True, le
     return e
 
 
+def detectable(aa_ratio: float, aa_ci: tuple[float, float]) -> tuple[float, float]:
+    """The smallest decrease and increase of a figure that `estimate` would call better or worse,
+    judged from an A/A pair of the same size: (down, up), e.g. (0.6, 1.7) means a true change
+    below 0.6x or above 1.7x is found. A change scales the ratio's interval, so an interval of A/A
+    relative width [lo/r, hi/r] becomes [c*lo/r, c*hi/r] under a true change c; the verdict needs
+    it beyond 1 and beyond the A/A band max(r, 1/r)."""
+    lo, hi = aa_ci
+    if not (aa_ratio > 0 and 0 < lo <= aa_ratio <= hi):
+        raise ValueError(f"an A/A ratio {aa_ratio} with interval {aa_ci}")
+    band = max(aa_ratio, 1 / aa_ratio)
+    return (aa_ratio / hi) / band, band * (aa_ratio / lo)
+
+
 def rng_for(*parts: object) -> np.random.Generator:
     """A generator seeded from SEED and the figure's name, so a figure's interval does not change
     when other figures are added."""

@@ -88,6 +88,39 @@ def test_a_change_no_larger_than_the_aa_floor_is_noise():
     assert _verdict([a], [b], 0.5, floor=1.02).verdict == stats.WORSE
 
 
+def test_the_detectable_band_of_an_aa_pair_predicts_what_is_found():
+    """The band `detectable` reads from an A/A pair of demo size (130 per side, P95): a true
+    change well beyond it is found in nearly every seed, one well inside it rarely."""
+    beyond = inside = beyond_down = inside_down = 0
+    seeds = 40
+    for s in range(seeds):
+        r = np.random.default_rng(700 + s)
+
+        def side(scale=1.0):
+            return [scale * r.lognormal(3, 0.6, 130)]
+
+        a = side()
+        aa = _verdict(a, side(), 0.95, seed=s)
+        down, up = stats.detectable(aa.ratio, aa.ratio_ci)
+        assert 0 < down < 1 < up
+        beyond += _verdict(a, side(up * 1.4), 0.95, seed=s, floor=aa.ratio).verdict == stats.WORSE
+        inside += _verdict(a, side(1 + (up - 1) / 3), 0.95, seed=s, floor=aa.ratio).verdict == stats.WORSE
+        beyond_down += _verdict(a, side(down / 1.4), 0.95, seed=s, floor=aa.ratio).verdict == stats.BETTER
+        inside_down += _verdict(a, side(1 - (1 - down) / 3), 0.95, seed=s, floor=aa.ratio).verdict == stats.BETTER
+    assert beyond >= 0.8 * seeds and beyond_down >= 0.8 * seeds, (beyond, beyond_down)
+    assert inside <= 0.2 * seeds and inside_down <= 0.2 * seeds, (inside, inside_down)
+
+
+def test_detectable_band_arithmetic():
+    # an A/A ratio of 1 with a +-25 % interval: a change must leave [0.8, 1.25] of the truth
+    assert stats.detectable(1.0, (0.8, 1.25)) == pytest.approx((0.8, 1.25))
+    # an A/A pair that differed by 1.1x widens the band by that much on both sides
+    down, up = stats.detectable(1.1, (0.88, 1.375))
+    assert down == pytest.approx(0.8 / 1.1) and up == pytest.approx(1.25 * 1.1)
+    with pytest.raises(ValueError):
+        stats.detectable(1.0, (1.1, 1.3))
+
+
 def test_shares():
     g = stats.rng_for("s")
     a = stats.share_replicates([100], [1000], 1000, g)
