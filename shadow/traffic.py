@@ -42,10 +42,11 @@ class TrafficConfig:
     short_rate: float = 2.0  # Poisson arrivals per second of short chats
     batch_interval_s: float = 2.0  # one long prompt this often during the slot
     batch_words: int = 1300  # document words of a batch prompt (about 4x a chat prompt)
-    chat_words: tuple[int, int] = (40, 140)  # user message words of a chat
-    # short answers keep a chat cheap on a CPU engine, so the slot holds enough short requests for
-    # a P95 verdict on TTFT (what the long prompts hurt); a 24-token answer costs most of a chat
-    chat_max_tokens: tuple[int, int] = (3, 8)
+    # Short user messages and answers keep a chat cheap on a CPU engine (its shared system prompt
+    # is cached), so the slot holds enough short requests for a P95 verdict on TTFT, what the
+    # long prompts hurt: every uncached prompt token and every answer token costs about 1-10 ms.
+    chat_words: tuple[int, int] = (10, 40)  # user message words of a chat
+    chat_max_tokens: tuple[int, int] = (2, 5)
     batch_max_tokens: int = 16
     seed: int = 7
     timeout_s: float = 120.0

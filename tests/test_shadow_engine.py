@@ -249,3 +249,58 @@ def test_demo_config_rejects_weeks_that_cannot_repeat(kw, tmp_path):
 
     with pytest.raises(ConfigError):
         DemoConfig(out=tmp_path, **kw)
+
+
+@pytest.mark.parametrize("kw", [{"slot_at_s": 15.0}, {"slot_at_s": 40.0}, {"slot_at_s": -10.0}])
+def test_demo_config_rejects_a_slot_off_the_buckets(kw, tmp_path):
+    from shadowreplay.shadow.demo import DemoConfig
+
+    with pytest.raises(ConfigError, match="buckets"):
+        DemoConfig(out=tmp_path, **kw)
+
+
+def test_demo_sizing_counts_the_slots_after_the_warm_up():
+    from shadowreplay.shadow.demo import slot_sizing
+
+    # 150 s of 40 s weeks, the slot one bucket after the start: at 10, 50, 90 and 130 s
+    s = slot_sizing(3.3, 2.5, 40.0, 10.0)
+    assert s["slots"] == 4 and s["expected"] == pytest.approx(132) and s["p95_carried"]
+    assert (s["p50_needs"], s["p95_needs"], s["p99_needs"]) == (10, 100, 500)
+    # a slower engine: 44 requests; 11 slots carry 120, i.e. 20 + 10 * 40 s = 7 minutes
+    s = slot_sizing(1.1, 2.5, 40.0, 10.0)
+    assert s["slots"] == 4 and not s["p95_carried"] and s["minutes_for_p95"] == 7.0
+    assert slot_sizing(1.1, s["minutes_for_p95"], 40.0, 10.0)["p95_carried"]
+    assert slot_sizing(2.0, 140 / 60, 40.0, 10.0)["slots"] == 4  # the last slot ends at 140 s: in
+    assert slot_sizing(2.0, 139 / 60, 40.0, 10.0)["slots"] == 3
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no scheduler autogroups on this kernel")
+def test_a_niced_engine_gets_its_sessions_nice_too(tmp_path):
+    """A niced engine in a session of its own competes with the replayer's session as an equal
+    unless the session's (autogroup's) nice is lowered too."""
+    from shadowreplay.ports import free_ports
+    from shadowreplay.shadow.engine import VllmServer, set_session_nice
+
+    fake = tmp_path / "python"  # stands in for the vLLM venv's python: imports anything, stays up as a server
+    fake.write_text('#!/bin/sh\n[ "$1" = -c ] && exit 0\nexec sleep 30\n')
+    fake.chmod(0o755)
+    cfg = EngineConfig(model=tmp_path, served_model_name="m", port=free_ports(1)[0], nice=10)
+    srv = VllmServer(cfg, tmp_path / "vllm.log", python=fake).start()
+    try:
+        deadline = time.monotonic() + 10  # `nice` sets the process's own nice, then execs the server
+        while os.getpriority(os.PRIO_PROCESS, srv.pid) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert os.getpriority(os.PRIO_PROCESS, srv.pid) == 10
+        assert Path(f"/proc/{srv.pid}/autogroup").read_text().split()[-1] == "10"
+    finally:
+        os.killpg(srv.pid, signal.SIGKILL)  # a stand-in: no graceful stop to wait for
+        srv.proc.wait()
+    p = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert Path(f"/proc/{p.pid}/autogroup").read_text().split()[-1] == "0"
+        assert set_session_nice(p.pid, 7)
+        assert Path(f"/proc/{p.pid}/autogroup").read_text().split()[-1] == "7"
+    finally:
+        p.kill()
+        p.wait()
+    assert not set_session_nice(p.pid, 10)  # gone: reported, not raised
