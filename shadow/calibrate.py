@@ -14,7 +14,10 @@ from shadowreplay.errors import TargetError
 
 from .traffic import Generator, TrafficConfig
 
-SHORT_UTILIZATION = 0.35  # share of the engine's batched capacity the short chats use on their own
+# Share of the engine's batched capacity the short chats use on their own: at least the first,
+# and up to the second when the slot needs more of them to hold SLOT_REQUESTS.
+SHORT_UTILIZATION = (0.35, 0.5)
+SLOT_REQUESTS = 130  # short requests the slot should hold in a run: a P95 needs 100 per side
 BATCH_PROBE = 4  # short chats sent at once to measure the batched cost
 LONG_UTILIZATION = 0.8  # share the batch client's long prompts add during its slot
 
@@ -74,10 +77,17 @@ def measure_batched(url: str, cfg: TrafficConfig, n: int = BATCH_PROBE) -> float
         raise TargetError(f"calibrating against {url} failed: {type(e).__name__}: {e}") from None
 
 
-def rates(short_s: float, long_s: float, slot_len_s: float, batched_s: float | None = None) -> Calibration:
-    """The load: short chats at SHORT_UTILIZATION of the engine (judged on the batched cost when
-    measured, else on one chat alone), long prompts adding LONG_UTILIZATION during the slot."""
-    short_rate = min(6.0, max(1.0, SHORT_UTILIZATION / (batched_s or short_s)))
-    # at least one long prompt per slot (sent as the slot opens), so every slot holds some
-    interval = min(slot_len_s, max(0.5, long_s / LONG_UTILIZATION))
+def rates(short_s: float, long_s: float, slot_len_s: float, batched_s: float | None = None,
+          slot_total_s: float | None = None) -> Calibration:
+    """The load: short chats at the rate that puts SLOT_REQUESTS into the run's `slot_total_s`
+    seconds of slot, kept within SHORT_UTILIZATION of the engine (judged on the batched cost when
+    measured, else on one chat alone); long prompts adding LONG_UTILIZATION during the slot."""
+    cost = batched_s or short_s
+    lo, hi = (u / cost for u in SHORT_UTILIZATION)
+    want = SLOT_REQUESTS / slot_total_s if slot_total_s else lo
+    short_rate = min(6.0, max(1.0, min(hi, max(lo, want))))
+    # n long prompts evenly spaced from the slot's start, at least one: whole prompts, so the last
+    # one ends near the slot's end instead of spilling a queue into the next slot
+    n = max(1, min(round(slot_len_s * LONG_UTILIZATION / long_s), int(slot_len_s / 0.5)))
+    interval = slot_len_s / n
     return Calibration(short_s, long_s, round(short_rate, 2), round(interval, 2))

@@ -226,7 +226,8 @@ class Demo:
         probe = TrafficConfig(model=MODEL_NAME, duration_s=0, batch_words=cfg.batch_words, seed=cfg.seed)
         short_s, long_s = measure(prod.url, probe)
         batched_s = measure_batched(prod.url, probe)
-        cal = rates(short_s, long_s, cfg.bucket_s, batched_s)
+        slots = slot_sizing(1.0, cfg.minutes, cfg.week_s, cfg.bucket_s)["slots"]
+        cal = rates(short_s, long_s, cfg.bucket_s, batched_s, slot_total_s=slots * cfg.bucket_s)
         if cfg.short_rate is not None:
             cal.short_rate = cfg.short_rate
         if cfg.batch_interval_s is not None:

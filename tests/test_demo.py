@@ -121,6 +121,16 @@ def test_demo_end_to_end(vllm_python, tmp_path):
                 assert (f["aa_ratio"] is not None) == (key != "aa")
         # the send lag of both runs is reported next to the verdicts
         assert set(res["send_lag_ms"]) == {"a", "b"} and all(x["p99"] is not None for x in res["send_lag_ms"].values())
+    # the sizing printed before recording, and what the A/A pair says the run can detect
+    size = summary["sizing"]
+    assert size["slots"] == 4 and size["p95_needs"] == 100 and size["p99_needs"] == 500  # 2.5 min of 40 s weeks
+    assert size["expected"] == pytest.approx(summary["calibration"]["short_rate"] * 40, rel=0.01)
+    for lab, d in summary["detectable"].items():
+        f = v["aa"]["figures"][lab]
+        assert (d is None) == (f["verdict"] == "too few requests"), (lab, d, f)
+        if d is not None:
+            assert 0 < d["down"] <= 1 <= d["up"] and d["detects_2x"] == (d["down"] >= 0.5 and d["up"] <= 2), (lab, d)
+    assert "what this run can tell" in (out / "demo.log").read_text()
     # the slot hurts short requests in production and in the faithful replay
     slot = summary["slot_latency"]
     for run in ("recording", "baseline"):

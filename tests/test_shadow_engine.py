@@ -304,3 +304,31 @@ def test_a_niced_engine_gets_its_sessions_nice_too(tmp_path):
         p.kill()
         p.wait()
     assert not set_session_nice(p.pid, 10)  # gone: reported, not raised
+
+
+def test_demo_rates_aim_the_slot_at_a_p95_within_the_engines_capacity():
+    from shadowreplay.shadow.calibrate import SHORT_UTILIZATION, SLOT_REQUESTS, rates
+
+    # a fast engine: the lower utilization already puts enough requests into 40 s of slot
+    c = rates(0.15, 3.6, 10.0, batched_s=0.1, slot_total_s=40.0)
+    assert c.short_rate == pytest.approx(SHORT_UTILIZATION[0] / 0.1, abs=0.01) and c.short_rate * 40 >= SLOT_REQUESTS
+    # a slower one: the rate rises to what the slot needs ...
+    c = rates(0.2, 4.5, 10.0, batched_s=0.14, slot_total_s=40.0)
+    assert c.short_rate == pytest.approx(SLOT_REQUESTS / 40, abs=0.01)
+    # ... but not past the upper utilization
+    c = rates(0.3, 4.5, 10.0, batched_s=0.25, slot_total_s=40.0)
+    assert c.short_rate == pytest.approx(SHORT_UTILIZATION[1] / 0.25, abs=0.01)
+    # whole long prompts, evenly spaced: 8 s of a 10 s slot at 3.6 s each is 2, every 5 s
+    assert rates(0.2, 3.6, 10.0).batch_interval_s == 5.0
+    assert rates(0.2, 4.5, 10.0).batch_interval_s == 5.0
+    assert rates(0.2, 9.0, 10.0).batch_interval_s == 10.0  # at least one
+    assert rates(0.2, 0.01, 10.0).batch_interval_s == 0.5  # a fast engine: at most one every 0.5 s
+
+
+def test_demo_plan_sends_whole_long_prompts_inside_each_slot():
+    from shadowreplay.shadow.traffic import TrafficConfig, in_slot, plan
+
+    cfg = TrafficConfig(model="m", duration_s=150, period_s=40, slot_start_s=10, slot_len_s=10, short_rate=3.0, batch_interval_s=5.0)
+    longs = [p.at for p in plan(cfg) if p.long]
+    assert longs == pytest.approx([10.2, 15.2, 50.2, 55.2, 90.2, 95.2, 130.2, 135.2])
+    assert all(in_slot(t, cfg) for t in longs)
