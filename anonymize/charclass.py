@@ -16,8 +16,10 @@ _HEX_L = "abcdef"
 
 
 def is_cjk(ch: str) -> bool:
-    o = ord(ch)
-    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0x20000 <= o <= 0x2FFFF
+    """A CJK ideograph: the unified block, extension A, and the supplementary ideographic planes
+    (extensions B and on, where rare characters of names live). Compared as strings, which is
+    faster than through ord() on the scrubber's hot path."""
+    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\U00020000" <= ch <= "\U0002ffff"
 
 
 def digit_like(ch: str, d: int) -> str:

@@ -23,8 +23,8 @@ from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
     NOT_PERSON_WORDS, TITLES,
 )
-from .charclass import ASCII_LETTERS
-from .names_zh import DOTS, find_chinese_names, is_cjk, surname_len
+from .charclass import ASCII_LETTERS, is_cjk
+from .names_zh import DOTS, find_chinese_names, surname_len
 from .spans import PERSON, Span
 
 # ---------------------------------------------------------------- Latin script

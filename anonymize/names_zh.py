@@ -16,6 +16,7 @@ import re
 from itertools import accumulate, compress
 from operator import add, itemgetter, not_
 
+from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
 from .spans import PERSON, Span
 
@@ -38,10 +39,6 @@ _CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
 _CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
 _NR = frozenset(("nr", "nrfg", "nrt"))
 DOTS = frozenset("\u00b7\u2022\u30fb")
-
-
-def is_cjk(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
 
 
 def surname_len(w: str) -> int:

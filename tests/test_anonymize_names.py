@@ -359,3 +359,15 @@ def test_surname_scores_tell_surnames_from_word_starts():
 
     score = zh_surname_scores()
     assert min(score[s] for s in "王李张刘陈") > 4 > 0 > max(score[s] for s in "巴母")
+
+
+def test_a_name_with_a_rare_character_beyond_the_basic_plane_is_caught():
+    """Rare characters of Chinese names live in the ideograph extensions beyond U+FFFF (赵𡒄):
+    the name detectors and the substitutes share one idea of what a CJK character is."""
+    from shadowreplay.anonymize import charclass
+    from shadowreplay.anonymize.detectors import find_spans
+
+    assert charclass.is_cjk("𡒄") and charclass.is_cjk("王") and charclass.is_cjk("㐀")
+    assert not any(charclass.is_cjk(c) for c in "a。Ａ가あ")
+    text = "用户 赵𡒄 的订单已发货。"
+    assert [(text[s.start:s.end], s.kind) for s in find_spans(text)] == [("赵𡒄", "person")]
