@@ -154,7 +154,6 @@ def _prev_word(text: str, s: int) -> str:
     return text[i:e].lower()
 
 
-
 # A line of source code (a statement, a declaration, a comment, markup): there a capitalised
 # word is mostly an identifier (class Iterable, cls is Hashable:), so only names of the name
 # lists count, never a word merely because it is rare.
