@@ -135,6 +135,7 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
         _tagged(text, toks, nr, out)
     _surname_led(text, toks, out)
     _titled(text, toks, out)
+    _split_names(text, toks, out)
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
     if len(out) > n0:
@@ -246,7 +247,7 @@ def _could_be_name(toks: _Tokens, i: int) -> bool:
     return t not in _CN_NOT_NAME_TAGS and all(c in _CN_TRANSLIT for c in w) and not _zh_common(w)
 
 
-def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
+def _fits_words(toks: _Tokens, s: int, e: int, cue: int | None = None) -> bool:
     """A name candidate [s, e) found by a cue agrees with the segmentation: no word of two or
     more characters crosses its edges (客户信用卡: 信用卡 is a word, 信用 no name), and it is not
     itself a frequent word."""
@@ -256,10 +257,12 @@ def _fits_words(toks: _Tokens, s: int, e: int) -> bool:
     n = len(toks.word)
     while i < n and toks.start[i] < e:
         a, b, w, t = toks.start[i], toks.end[i], toks.word[i], toks.tag[i]
-        if b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and surname_len(w) != len(w):
+        if (b > s and t not in _NR and len(w) >= 2 and (a < s or b > e) and surname_len(w) != len(w)
+                and not (cue is not None and cue <= a < s and surname_len(w[s - a:]) == b - s and not _zh_word(w))):
+            # (客户王/芳: jieba glued the surname to the cue; 由于 is a word, no cue and surname)
             return False
-        if a == s and b < e and len(w) >= 2 and t in _CN_WORD_TAGS:
-            return False  # the "surname" begins a word of another kind: 明天/王/局长 is no 明天王
+        if a >= s and b <= e and len(w) >= 2 and t in _CN_WORD_TAGS:
+            return False  # a word of another kind inside: 明天/王/局长 is no 明天王, 由南/往北 no 南往北
         i += 1
     return True
 
@@ -277,6 +280,10 @@ _CN_TITLES = frozenset(
 )
 _CN_PLACE_ENDS = frozenset("口庄县市省村镇区路街港湾乡屯寨堡")
 _CN_SPEECH = frozenset("说 表示 指出 认为 强调 宣布 称 介绍 透露 回忆 说道 写道 告诉 会见 会晤 访问 出席 致电 致信".split())
+# verbs of chat whose object (before a name) or subject (after one) is a person
+_CN_OBJECT_VERBS = frozenset("感谢 谢谢 通知 告诉 问 找 请 让 叫 认识 联系 邀请 拜访 麻烦 发给 交给 转给 抄送 转告".split())
+_CN_SUBJECT_VERBS = frozenset("同意 负责 打电话 推荐 提出 投诉 请假 批准 回复 答应 觉得 发现 问道".split())
+_CN_AFTER_NAME = _CN_SPEECH | _CN_SUBJECT_VERBS
 
 
 _CN_WORD = 3.5  # zipf of a word that is no name without more evidence (two characters: _zh_common)
@@ -306,6 +313,12 @@ def _context(toks: _Tokens, i: int, j: int) -> bool:
     after = toks.word[j + 1] if j + 1 < len(toks.word) else ""
     return (before in _CN_TITLES or (len(before) >= 2 and before.endswith(_CN_ROLE_ENDS)) or after in _CN_TITLES
             or after in _CN_SPEECH)
+
+
+def _person_verb(toks: _Tokens, i: int) -> bool:
+    """A verb whose object is a person right before token i (感谢/高东), or one whose subject is
+    a person right after it (周洋/同意)."""
+    return (i > 0 and toks.word[i - 1] in _CN_OBJECT_VERBS) or (i + 1 < len(toks.word) and toks.word[i + 1] in _CN_SUBJECT_VERBS)
 
 
 
@@ -343,7 +356,7 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
                 break
             name, end, titled = name[:-cut], end - cut, True
         spoke = False
-        if len(name) >= 3 and name[-1] in _CN_GLUED_AFTER:  # 恩佐说, 谭彦是: jieba took a word in
+        if len(name) >= 3 and (name[-1] in _CN_GLUED_AFTER or _glued_verb(name)):  # 恩佐说, 谭彦是, 张文写: jieba took a word in
             spoke, name, end = name[-1] in _CN_SPEECH, name[:-1], end - 1
         elif len(name) >= 3 and name[0] in _CN_GLUED_BEFORE and (surname_len(name[1:3]) or name[1] in _CN_TRANSLIT):
             name, s = name[1:], s + 1  # 同恩佐, 后丁伟
@@ -374,12 +387,23 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
 
 # characters jieba glues to the end or the start of a name it tags (恩佐说, 谭彦是, 同恩佐)
 _CN_GLUED_AFTER = frozenset("说是摄等在的")
+
+
+def _glued_verb(name: str) -> bool:
+    """A surname, one or two given characters and a last character that stands in no given
+    name (张文写, 李娜问): jieba glued the word after the name to it, and tags the name alone as
+    one (not 宣传/部, 杨浦/区, 严峻/考验; 成正比 is a word)."""
+    k = surname_len(name)
+    return (k > 0 and 1 <= len(name) - k - 1 <= 2 and zh_given_scores().get(name[-1], -5.0) < _CN_TAGGED_MIN
+            and name[-1] not in _CN_ORG_ENDS and name[-1] not in _CN_PLACE_ENDS and name not in ZH_ZIPF
+            and _given_plausible(name[k:-1]) and _known_name(name[:-1]))
 _CN_GLUED_BEFORE = frozenset("同和与跟对向把被给让叫请由将后从")
 # conjunctions, prepositions, adverbs, pronouns, particles: 和 of 和小王 is no surname
 _CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
 # tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
 _CN_NOT_NAME_TAGS = frozenset("ns nt nz m q a ad an v vn d f s".split())
 _CN_GIVEN_MIN = 2.0  # summed zh_given_scores() of the given characters a name needs without context
+_CN_GIVEN_STRONG = 4.0  # ...and a three-character word jieba tags as a place, adjective or verb
 _CN_FAMOUS = 3.0  # ...and one that is also a frequent word (周恩来, 江泽民)
 _CN_FAMOUS_TAGGED = 5.0  # summed score a name jieba tags needs when it is also a frequent word (李鹏)
 _CN_TAGGED_MIN = -4.0  # no given character of a name jieba tags may score below this (部 -4.4)
@@ -444,8 +468,11 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
                 if not all(is_cjk(c) and c not in _CN_STOP for c in given):
                     continue
                 name = text[p:e]
-                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) or (g == 2 and _zh_word(given)):
+                if g == 2 and _zh_word(given):
                     continue
+                if any(tag[x] in _CN_NOT_NAME_TAGS for x in range(i, j + 1)) and not (
+                        i == j and g == 2 and name not in ZH_ZIPF and _given_score(given) >= _CN_GIVEN_STRONG):
+                    continue  # (one word of three characters with strongly name-like given ones: 邱娥国/ns)
                 if name in ZH_PLACES or name in _CN_NOT_NAMES or name[-1] in _CN_PLACE_ENDS:
                     continue
                 score = _given_score(given)
@@ -471,6 +498,18 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
 
 _CN_PLACE_TAGS = frozenset("ns nt nz".split())
 _KNOWN_GIVEN: dict[str, bool] = {}
+_KNOWN_NAME: dict[str, bool] = {}
+
+
+def _known_name(name: str) -> bool:
+    """Does jieba, shown these characters alone, take them for one person's name (张文, 李娜)?"""
+    known = _KNOWN_NAME.get(name)
+    if known is None:
+        if len(_KNOWN_NAME) >= 100_000:
+            _KNOWN_NAME.clear()
+        tagged = _tag(name)
+        known = _KNOWN_NAME[name] = len(tagged) == 1 and tagged[0][1] in _NR
+    return known
 
 
 def _known_given_name(given: str) -> bool:
@@ -488,7 +527,7 @@ def _known_given_name(given: str) -> bool:
 # titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
 _CN_GLUED_TITLES = frozenset(_CN_HONORIFICS) | frozenset("主席 总理 总统 首相 部长 市长 省长 县长 大使 司令 将军 教练".split())
 _CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t in _CN_GLUED_TITLES)  # 江主席, 王老师
-_CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_SPEECH  # the words _context looks for
+_CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_AFTER_NAME | _CN_OBJECT_VERBS  # the words _context looks for
 
 
 def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
@@ -508,9 +547,9 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
         if w in glued:
             cands.add(i)
         elif w in beside or len(w) >= 2:
-            if i:
+            if i and w not in _CN_OBJECT_VERBS:
                 cands.add(i - 1)
-            if i + 1 < n and w not in _CN_SPEECH:
+            if i + 1 < n and w not in _CN_AFTER_NAME:
                 cands.add(i + 1)
     for i in sorted(cands):
         _titled_at(toks, i, out)
@@ -532,9 +571,9 @@ def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:
         out.append(Span(start[i], start[i] + k, PERSON))  # 江主席 as one word
     elif (k and 1 <= len(w) - k <= 2 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
           and all(is_cjk(c) and c not in _CN_STOP for c in w) and w not in ZH_PLACES
-          and _given_plausible(w[k:]) and _context(toks, i, i)
+          and _given_plausible(w[k:]) and (_context(toks, i, i) or (len(w) == 2 and _person_verb(toks, i) and _name_score(w, k) >= _CN_NAME_MIN_WORD))
           and (not _zh_common(w) or (tag[i] == "ns" and i and toks.word[i - 1] in _CN_TITLES))):
-        out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干: a surname and given characters beside a title
+        out.append(Span(start[i], end_[i], PERSON))  # 委员/罗干, 感谢/高东: a surname and given characters beside a title or verb
     elif (2 <= len(w) <= 6 and tag[i] not in _CN_FUNCTION_TAGS and tag[i] not in ("v", "d", "a", "m", "q", "f")
           and all(c in _CN_TRANSLIT for c in w) and w not in ZH_PLACES and not _zh_common(w) and _context(toks, i, i)):
         out.append(Span(start[i], end_[i], PERSON))
@@ -554,6 +593,34 @@ def _split_given(toks: _Tokens, j: int) -> bool:
     w = toks.word[j]
     return (len(w) <= 2 and toks.tag[j] not in _CN_WORD_TAGS and w not in _CN_BESIDE and w not in _CN_NOT_NAMES
             and all(is_cjk(c) and c not in _CN_STOP for c in w) and _given_plausible(w) and _given_score(w) >= 0.0)
+
+
+# a name jieba cut after its surname into words of other kinds (张/q 丹丹/ns, 郑/ns 建平/n,
+# 许/m 婷婷/z) or whose surname it glued to the word before (给林/淑英, 发给/许/婷婷): the given
+# part must be strongly name-like, since nothing else says it is a name
+_CN_SPLIT_GIVEN_MIN = 4.5
+_CN_SPLIT_SURNAMES = frozenset(CN_SUB_SURNAMES)
+
+
+def _split_names(text: str, toks: _Tokens, out: list[Span]) -> None:
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
+    surnames = _CN_SPLIT_SURNAMES
+    for i in range(len(word) - 1):
+        w = word[i]
+        if w[-1] not in surnames or end_[i] != start[i + 1]:
+            continue
+        if len(w) > 1 and w[:-1] not in _CN_GLUED_BEFORE and w[:-1] not in _CN_TRIGGER_SET:
+            continue
+        g = word[i + 1]
+        if not 1 <= len(g) <= 2 or tag[i + 1] in _CN_WORD_TAGS or g in _CN_BESIDE or g in _CN_NOT_NAMES or _zh_word(g):
+            continue
+        if not all(is_cjk(c) and c not in _CN_STOP for c in g) or not _given_plausible(g):
+            continue
+        name = w[-1] + g
+        if name in ZH_PLACES or name[-1] in _CN_PLACE_ENDS or _zh_common(name):
+            continue
+        if _given_score(g) >= _CN_SPLIT_GIVEN_MIN:
+            out.append(Span(end_[i] - 1, end_[i + 1], PERSON))
 
 
 def text_of(toks: _Tokens, s: int, e: int) -> str:
@@ -584,8 +651,13 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
             e = _cn_name_at(text, i)
             if e - i >= 3 and text[e - 1] in _CN_GLUED_AFTER:
                 e -= 1  # 由王永摄: 摄 ends no name
-            if e > 0 and _fits_words(toks, i, e):
-                out.append(Span(i, e, PERSON))
+            if e < 0:
+                continue
+            # (客户王强/投诉: the second given character may begin the next word)
+            for end in (e, e - 1) if e - i - surname_len(text[i : i + 2]) == 2 else (e,):
+                if _fits_words(toks, i, end, m.start()):
+                    out.append(Span(i, end, PERSON))
+                    break
         else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)
             i = m.start()
             if not _starts_token(toks, i, m.group()):

@@ -216,11 +216,54 @@ def test_name_keys_keep_what_is_no_name(scrubber, value):
         # jieba tags the surname a name and splits the given name off as a word (李/森林)
         ("订户李森林打来电话", ["李森林"]),
         ("谭彦是我们的新同事", ["谭彦"]),
+        # jieba cut the name after its surname into words of other kinds (张/q 丹丹/ns, 许/m 婷婷/z),
+        # glued the surname to the word before it (给林/淑英) or to a cue (客户王/强)
+        ("我和张丹丹是大学同学。", ["张丹丹"]),
+        ("请把报告发给许婷婷。", ["许婷婷"]),
+        ("帮我写一封邮件给林淑英，感谢她的帮助。", ["林淑英"]),
+        ("感谢戴桂兰的支持！", ["戴桂兰"]),
+        ("客户王强投诉说没有收到货。", ["王强"]),
+        ("客户王芳投诉说没有收到货。", ["王芳"]),
+        # one word of three characters tagged a place, with strongly name-like given characters
+        ("邱娥国昨天来过", ["邱娥国"]),
+        # a two-character name jieba tags as a place, after a verb whose object is a person or
+        # before one whose subject is
+        ("感谢高东的支持！", ["高东"]),
+        ("周洋同意了这个方案。", ["周洋"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
     r = scrubber.scrub_text(text)
     assert survivors(text, r.text, names) == [], r.text
+
+
+CHAT_FORMS_ZH = ["请把报告发给{a}。", "{a}明天来公司吗？", "跟{a}说一下会议改到三点。", "这是{a}的订单，麻烦查一下物流。",
+                 "我和{a}是大学同学。", "客户{a}投诉说没有收到货。", "{a}：你好，我想退款。", "帮我写一封邮件给{a}，感谢她的帮助。",
+                 "昨天{a}打电话来问价格。", "负责这个项目的是{a}。", "{a}和{b}一起去了北京。", "老板让{a}负责这件事。",
+                 "我朋友{a}推荐了这家店。", "{a}的生日是下周五。", "给{a}转账五百元。", "麻烦通知{a}和{b}下午开会。",
+                 "这是{a}写的代码，有个bug。", "感谢{a}的支持！", "今天和{a}吃饭，聊了很多。", "你认识{a}吗？"]
+
+
+def test_chinese_names_in_chat_recall(scrubber):
+    """Faker's zh_CN names (census-weighted surnames) in everyday chat sentences, without a
+    trigger or a title: at least 96 % replaced whole (95.4 % before jieba's split names were
+    rejoined and chat verbs taken as person context)."""
+    fake = Faker("zh_CN")
+    fake.seed_instance(5)
+    total = missed = 0
+    examples = []
+    for i in range(1000):
+        a, b = fake.name(), fake.name()
+        form = CHAT_FORMS_ZH[i % len(CHAT_FORMS_ZH)]
+        text = form.format(a=a, b=b)
+        names = [a, b] if "{b}" in form else [a]
+        left = survivors(text, scrubber.scrub_text(text).text, names)
+        total += len(names)
+        missed += len(left)
+        if left and len(examples) < 10:
+            examples.append(text)
+    assert total > 1000
+    assert 1 - missed / total >= 0.96, examples
 
 
 @pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里",
@@ -237,7 +280,14 @@ def test_chinese_names(scrubber, text, names):
                                   "那年夏天我们去了罗布泊，罗布泊地区很干旱",
                                   # 连 tagged a surname before a place; a word jieba tags as a name
                                   # whose surname and given characters score low (连/衣裙)
-                                  "我们连美国都去过", "连衣裙尺码偏大"])
+                                  "我们连美国都去过", "连衣裙尺码偏大",
+                                  # a cue glued to a surname only where it is no word (由于), with
+                                  # no word of another kind inside (由南/往北); no honorific inside a word (总额)
+                                  "由于中国兵学传统的缔造", "由南往北行至施工路段", "出口略高于进口总额",
+                                  # a last character cut off a tagged name only where jieba takes the
+                                  # rest for a name and it ends no place or body (部, 区, 市)
+                                  "宣传部部长讲话", "经受洪涝灾害的严峻考验", "不少人都在向钱看",
+                                  "条件具备的成建制接管", "上海市杨浦区中心医院", "吴忠市乳制品集团公司"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
@@ -261,7 +311,8 @@ def test_chinese_surname_alone_after_the_full_name(scrubber):
     assert r.text[i] != "赵" and r.text[i + 1 :] == text[i + 1 :] and "小军" not in r.text, r.text
 
 
-@pytest.mark.parametrize("text,kept", [("会后恩佐说，明天继续谈", "说"), ("谭彦是我们的新同事", "是"), ("照片由王永摄", "摄")])
+@pytest.mark.parametrize("text,kept", [("会后恩佐说，明天继续谈", "说"), ("谭彦是我们的新同事", "是"), ("照片由王永摄", "摄"),
+                                       ("这是张文写的代码，有个bug。", "写")])
 def test_chinese_word_glued_to_a_name_is_kept(scrubber, text, kept):
     """The word jieba glued to a name (说, 是; 摄 after a cue) stays as it is."""
     r = scrubber.scrub_text(text)
