@@ -321,8 +321,6 @@ def _person_verb(toks: _Tokens, i: int) -> bool:
     return (i > 0 and toks.word[i - 1] in _CN_OBJECT_VERBS) or (i + 1 < len(toks.word) and toks.word[i + 1] in _CN_SUBJECT_VERBS)
 
 
-
-
 def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
     """The name tokens (indices `nr`), each with the surname token before it when jieba split
     the name (江/泽民, 欧阳/娜娜) and the parts joined by a middle dot (阿卜杜拉·买买提)."""
@@ -387,6 +385,7 @@ def _tagged(text: str, toks: _Tokens, nr: list[int], out: list[Span]) -> None:
 
 # characters jieba glues to the end or the start of a name it tags (恩佐说, 谭彦是, 同恩佐)
 _CN_GLUED_AFTER = frozenset("说是摄等在的")
+_CN_GLUED_BEFORE = frozenset("同和与跟对向把被给让叫请由将后从")
 
 
 def _glued_verb(name: str) -> bool:
@@ -397,7 +396,8 @@ def _glued_verb(name: str) -> bool:
     return (k > 0 and 1 <= len(name) - k - 1 <= 2 and zh_given_scores().get(name[-1], -5.0) < _CN_TAGGED_MIN
             and name[-1] not in _CN_ORG_ENDS and name[-1] not in _CN_PLACE_ENDS and name not in ZH_ZIPF
             and _given_plausible(name[k:-1]) and _known_name(name[:-1]))
-_CN_GLUED_BEFORE = frozenset("同和与跟对向把被给让叫请由将后从")
+
+
 # conjunctions, prepositions, adverbs, pronouns, particles: 和 of 和小王 is no surname
 _CN_FUNCTION_TAGS = frozenset("c p d r u uj ul uz ug ud".split())
 # tags of words that are no name (places, organisations, numbers, adjectives, verbs, adverbs)
@@ -497,31 +497,25 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
 
 
 _CN_PLACE_TAGS = frozenset("ns nt nz".split())
-_KNOWN_GIVEN: dict[str, bool] = {}
 _KNOWN_NAME: dict[str, bool] = {}
 
 
-def _known_name(name: str) -> bool:
-    """Does jieba, shown these characters alone, take them for one person's name (张文, 李娜)?"""
-    known = _KNOWN_NAME.get(name)
+def _known_name(chars: str) -> bool:
+    """Does jieba, shown these characters alone, take them for one person's name (张文, 李娜;
+    恩来, 泽民)? Its dictionary lists the given names of people written about by given name
+    alone."""
+    known = _KNOWN_NAME.get(chars)
     if known is None:
         if len(_KNOWN_NAME) >= 100_000:
             _KNOWN_NAME.clear()
-        tagged = _tag(name)
-        known = _KNOWN_NAME[name] = len(tagged) == 1 and tagged[0][1] in _NR
+        tagged = _tag(chars)
+        known = _KNOWN_NAME[chars] = len(tagged) == 1 and tagged[0][1] in _NR
     return known
 
 
 def _known_given_name(given: str) -> bool:
-    """Does jieba, shown these two characters alone, take them for a person's name (恩来, 泽民)?
-    Its dictionary lists the given names of people written about by given name alone."""
-    known = _KNOWN_GIVEN.get(given)
-    if known is None:
-        if len(_KNOWN_GIVEN) >= 100_000:
-            _KNOWN_GIVEN.clear()
-        tagged = _tag(given)
-        known = _KNOWN_GIVEN[given] = len(tagged) == 1 and tagged[0][1] in _NR and _given_plausible(given)
-    return known
+    """Two characters jieba takes alone for a name that may stand as a given name (恩来, 泽民)."""
+    return _known_name(given) and _given_plausible(given)
 
 
 # titles jieba glues to a surname into one word (江主席, 王老师); not 代表 or 委员 (党代表)
