@@ -402,7 +402,11 @@ _SECRET_FIND = (("sk-", True, "-"), ("AKIA", False, ""), ("ASIA", False, ""), ("
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")
 # what must follow a key-like word for the next value to be a credential
 _KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}[\"']?([^\s\x00\"',;{}<>()\[\]]{4,})")
-_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]{0,8}(?:[:：=]|是|为)[ \t\u3000]{0,8}([^\s\x00，。；、\"'”“]{4,})")
+# after 密码/验证码...: a value after a colon or `=` runs to the next space or Chinese punctuation;
+# after 是/为 it is what a user types, ASCII or full-width letters and digits (密码是 hunter22,
+# 验证码为１２３４５６), not the words of a sentence (密码是什么, 密码为了, 验证码为您的手机号后四位)
+_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]{0,8}(?:[:：=][ \t\u3000]{0,8}([^\s\x00，。；、！？\"'”“]{4,})"
+                    r"|(?:是|为)[ \t\u3000]{0,8}([!-~\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]{4,}))")
 _PASSWORD_WORDS = ("pass", "pwd")
 _KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -489,7 +493,11 @@ def _secrets(text: str, lo: str, out: list[Span]) -> None:
 
 def _secrets_cn(text: str, out: list[Span]) -> None:
     for m in _KV_CN.finditer(text):
-        out.append(Span(m.start(2), m.end(2), SECRET))
+        g = 2 if m.group(2) is not None else 3
+        end = m.end(g)
+        while end - m.start(g) > 4 and text[end - 1] in ".,!?;:":  # (the sentence's full stop)
+            end -= 1
+        out.append(Span(m.start(g), end, SECRET))
 
 
 # ---------------------------------------------------------------- all together

@@ -126,6 +126,9 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "Q7f9Xk2LmP4vR8sT", "api_key = 'Q7f9Xk2LmP4vR8sT'"),
     ("secret", "hunter2!x", "password: hunter2!x"),
     ("secret", "Abc123456", "我的密码：Abc123456，别告诉别人"),
+    ("secret", "hunter22", "密码是 hunter22."),
+    ("secret", "１２３４５６", "验证码为１２３４５６"),  # full-width digits, as IMEs type them
+    ("secret", "芝麻开门吧", "口令：芝麻开门吧，快"),  # after a colon, Chinese too
     # US social security numbers (dashed)
     ("us_ssn", "123-45-6789", "SSN: 123-45-6789."),
     # names
@@ -160,6 +163,8 @@ CLEAN: list[str] = [
     "build abc13812345678 passed; see MyTel13812345678",  # glued to a word that is no cue word
     "md5 ab12cdef0123456789abcdef01234567 and sha ab12cd34ef56ab78cd90ef12ab34cd56ef78ab90",  # hashes, not IBANs
     "order 612345678 shipped; x = [123, 456, 789]; ids 110105 19880412",
+    # 密码/验证码 + 是/为 and the words of a sentence, no password
+    "功能谢谢看到密码为了结果.资料必须或者责任时间更新文件.", "验证码为您的手机号后四位", "请问你的密码是多少",
 ]
 
 
