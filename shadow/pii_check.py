@@ -8,9 +8,14 @@ A planted value can legitimately appear on disk: substitutes are realistic, so t
 substitute of one request's name can be a name planted in another request. The check is exact
 about that:
 
-- a planted value found in the row of the request it was planted in is a leak, always;
-- found anywhere else (another row, a row whose request is unknown, a text file), it is a leak
-  unless it is also a substitute the scrubber produces for some planted value of that kind.
+- where the request's body as sent is known (the demo keeps it in memory), a planted value found
+  in that request's recorded body, its own or another request's, is a leak only where it
+  survives at a place the sent body had it: elsewhere in the string it is made of keyed
+  substitutes of other words (each word of a name has its own substitute, so two names side by
+  side can come out as a third, planted in another request);
+- otherwise, a planted value found in the row of the request it was planted in is a leak,
+  always; found anywhere else (another row, a row whose request is unknown, a text file), it is a
+  leak unless it is also a substitute the scrubber produces for some planted value of that kind.
 
 A value is found where it stands as a whole word: "Ann Lee" inside the substitute "Joann Leeds"
 is not Ann Lee. Rows are matched to requests by the `x-request-id` request header
@@ -73,10 +78,11 @@ class LeakChecker:
     def __init__(self, planted: Iterable[Planted], substitute: Callable[[str, str], str],
                  originals: dict[str, object] | None = None):
         """`originals`: request id -> the JSON body as sent (in memory only). With it, a planted
-        value found in its own request's body is a leak only where it survives at the place it
-        was planted: the scrubber keeps every string's length, so the recorded string lines up
-        with the sent one, and elsewhere in the body the same words are some other word's keyed
-        substitute (a name drawn for a German noun can be the planted name itself)."""
+        value found in a request's recorded body is a leak only where it survives at a place the
+        sent body had it: the scrubber keeps every string's length, so the recorded string lines
+        up with the sent one, and elsewhere the same words are other words' keyed substitutes (a
+        name drawn for a German noun can be the planted name itself; "Walls Duran James Macias"
+        the substitutes of two other names side by side)."""
         self.originals = originals or {}
         self.planted = list(planted)
         self._by_request: dict[str, set[str]] = {}
@@ -99,6 +105,13 @@ class LeakChecker:
                 if leak:
                     out.append(Leak(needle, file, column, request, own))
         return out
+
+    def _scan_sent(self, text: str, file: str, request: str, recorded: object) -> list[Leak]:
+        """A recorded request body whose body as sent is known: every planted value in it, judged
+        by whether it survives where the sent body had it."""
+        own = self._by_request.get(request, ())
+        return [Leak(needle, file, "request_body", request, needle in own) for needle in self._needles
+                if needle in text and find_word(needle, text) and survives(needle, self.originals[request], recorded) is not False]
 
     def scan_dataset(self, root: str | Path) -> ScanResult:
         """Every Parquet file under root, every column (strings, lists, maps, binary payloads),
@@ -124,9 +137,10 @@ class LeakChecker:
                 if not any(n in whole for n in self._needles):
                     continue  # the common case: the column as a whole holds no planted value
                 for req, v in zip(requests, values):
-                    found = self._scan(_strings(v), str(f), name, req)
-                    if found and name == "request_body" and req in self.originals:
-                        found = [lk for lk in found if not lk.own_row or survives(lk.value, self.originals[req], v) is not False]
+                    if name == "request_body" and req in self.originals:
+                        found = self._scan_sent(_strings(v), str(f), req, v)
+                    else:
+                        found = self._scan(_strings(v), str(f), name, req)
                     res.leaks += found
         res.pii_counts = dict(counts)
         return res

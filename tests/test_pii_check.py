@@ -174,3 +174,31 @@ def test_own_value_drawn_as_another_words_substitute_is_not_a_leak(tmp_path):
     # a body that cannot be lined up (cut, another shape) is judged the old way: a leak
     write_rows(tmp_path / "rec3" / "requests" / "part-0.parquet", [("r1", json.dumps(recorded)[:-3])])
     assert len(LeakChecker(planted, sub, {"r1": sent}).scan_dataset(tmp_path / "rec3").leaks) == 1
+
+
+def test_words_of_other_names_drawn_as_a_planted_name_elsewhere_are_not_a_leak(tmp_path):
+    """Each word of a name has its own keyed substitute, so two names side by side in one request
+    can come out as a name planted in another request (the demo's batch prompts list names): with
+    the bodies as sent, the check sees the string there was something else and says no leak; where
+    the other request had the name itself, and it survived, it is a leak."""
+    sub = Scrubber(KEY).substitute
+
+    def body(text: str) -> dict:
+        return {"messages": [{"role": "user", "content": text}]}
+
+    sent = {"r1": body("Name: James Macias"), "r2": body("Marie Lopez Karen Wilson wrote.")}
+    recorded = {"r1": body("Name: Hazel Dodson"), "r2": body("Walls Duran James Macias wrote.")}
+    assert all(len(sent[r]["messages"][0]["content"]) == len(recorded[r]["messages"][0]["content"]) for r in sent)
+    planted = [Planted("r1", D.PERSON, "James Macias"), Planted("r2", D.PERSON, "Marie Lopez"),
+               Planted("r2", D.PERSON, "Karen Wilson")]
+    write_rows(tmp_path / "rec" / "requests" / "part-0.parquet", [(r, json.dumps(b)) for r, b in recorded.items()])
+    assert LeakChecker(planted, sub, sent).scan_dataset(tmp_path / "rec").leaks == []
+    # without the bodies as sent: another request's planted name that is no whole substitute, a leak
+    leaks = LeakChecker(planted, sub).scan_dataset(tmp_path / "rec").leaks
+    assert [(lk.value, lk.request, lk.own_row) for lk in leaks] == [("james macias", "r2", False)]
+    # r2 carried the name itself (a quote of r1), unscrubbed: a leak even with the bodies as sent
+    quoted = dict(sent, r2=body("Marie Lopez James Macias wrote."))
+    leaked = dict(recorded, r2=body("Walls Duran James Macias wrote."))
+    write_rows(tmp_path / "rec2" / "requests" / "part-0.parquet", [(r, json.dumps(b)) for r, b in leaked.items()])
+    leaks = LeakChecker(planted, sub, quoted).scan_dataset(tmp_path / "rec2").leaks
+    assert [(lk.value, lk.request, lk.own_row) for lk in leaks] == [("james macias", "r2", False)]
