@@ -52,7 +52,7 @@ EN_NOT_NAMES: frozenset[str] = frozenset(
     "Interested Using Unable Able Sure Afraid Also Still Now Currently Really An Assistant AI Claude ChatGPT "
     "English Chinese American British French German Japanese Indian None True False Null Nil".split()
 )
-TITLES: frozenset[str] = frozenset("Mr Mrs Ms Miss Dr Prof Professor Mx".split())
+TITLES: frozenset[str] = frozenset("Mr Mrs Ms Miss Dr Prof Professor Mx Herr Herrn Frau".split())
 
 
 # ---------------------------------------------------------------- detection lists
@@ -106,6 +106,26 @@ def _common_tokens() -> frozenset[str]:
 
 
 COMMON_TOKENS: frozenset[str] = _common_tokens()
+
+
+@functools.cache
+def german_words() -> frozenset[str]:
+    """The 50,000 most frequent German words (wordfreq), lower case, three letters or more, less
+    the first names of Faker's German locales (`thomas`, `anna` are frequent in German text): in
+    German text every noun is capitalised, so a capital is no evidence of a name there, and
+    `Vogel`, `Sommer`, `Bauer` are words that are surnames too. Built on first use (German
+    text), so a process that never sees any never pays."""
+    from wordfreq import top_n_list
+
+    first: set[str] = set()
+    for loc in ("de_DE", "de_AT", "de_CH", "de_LI", "de_LU"):
+        try:
+            prov = importlib.import_module(f"{_person.__name__}.{loc}").Provider
+        except ImportError:
+            continue
+        for attr in ("first_names", "first_names_male", "first_names_female"):
+            first.update(n.lower() for n in getattr(prov, attr, ()))
+    return frozenset(w for w in top_n_list("de", 50_000) if len(w) >= 3 and w.isalpha()) - first
 
 
 def _zh_common() -> dict[str, float]:

@@ -21,7 +21,7 @@ import re
 
 from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
-    NOT_PERSON_WORDS, TITLES,
+    NOT_PERSON_WORDS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk
 from .names_zh import DOTS, find_chinese_names, surname_len
@@ -67,9 +67,46 @@ _PERSON_VERBS = frozenset(
     "worked went called joined left died born".split()
 )
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
-_TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.)[ \t]{1,3}$")
+_TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.|Herrn?|Frau)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
+
+# German function words, none of them an English word: two of them near a candidate make its
+# sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
+_GERMAN = re.compile(r"(?<![\w\-])(?:und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
+                     r"|auch|wir|ihr|uns|mir|dir|mich|dich|ihn|ihm|sind|wird|noch|nach|bei|aus|wie|oder|aber|haben|habe|werden"
+                     r"|sehr|schon|kein|keine|bitte|kann|kannst|können|zum|zur|vom|ob|heute|morgen|jetzt|danke)(?![\w\-])")
+_GERMAN_WINDOW = 120  # characters either side of a candidate
+_GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient patientin kollege kollegin".split())
+
+
+_LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
+
+
+def _german_near(text: str, s: int, e: int) -> bool:
+    """Is the text around [s, e) German? Two German function words within _GERMAN_WINDOW, or
+    one and two lower-case words that are frequent German words and no English ones."""
+    a, b = max(0, s - _GERMAN_WINDOW), min(len(text), e + _GERMAN_WINDOW)
+    m = _GERMAN.search(text, a, b)
+    if m is None:
+        return False
+    if _GERMAN.search(text, m.end(), b) is not None:
+        return True
+    de, en = german_words(), ENGLISH_WORDS
+    n = 0
+    for w in _LOWER_WORD.findall(text, a, b):
+        if w in de and w not in en:
+            n += 1
+            if n >= 2:
+                return True
+    return False
+
+
+def _as_german(w: str, c: tuple[bool, bool, bool, bool]) -> tuple[bool, bool, bool, bool]:
+    """A word's class as German text reads it: a frequent German word is a word (a surname that
+    is one needs company), and no capitalised word is rare (a noun, a compound)."""
+    return (c[0], c[1], c[2] or w.lower() in german_words(), False)
+
 
 # a memo of word classes: (first name, last name, English word, rare). "rare": none of the
 # three and not among the frequent tokens of English text either: most such capitalised words
@@ -250,10 +287,11 @@ def _latin(text: str, out: list[Span]) -> None:
             continue
         if code is None:
             code = _CodeLines(text)
+        german = _german_near(text, b, m.end())
         if " " not in g0 and "\u00a0" not in g0:  # one word, the usual candidate (Price, Carla)
-            c = _classify(g0)
+            c = _as_german(g0, _classify(g0)) if german else _classify(g0)
             if not (_only_word(c) or g0.lower() in _TITLE_WORDS or _STREET_AFTER.match(text, m.end())):
-                _judge(text, [(b, m.end(), g0, c)], -1, out, code)
+                _judge(text, [(b, m.end(), g0, c)], -1, out, code, german)
             continue
         pieces = [(p.start(), p.end(), p.group()) for p in _PIECE.finditer(g0)]
         base = m.start()
@@ -262,11 +300,13 @@ def _latin(text: str, out: list[Span]) -> None:
             if _INITIAL.match(w) or w in _PARTICLE_SET:
                 words.append((base + a, base + b, w, None))
             else:
-                words.append((base + a, base + b, w, _classify(w)))
+                words.append((base + a, base + b, w, _as_german(w, _classify(w)) if german else _classify(w)))
         # titles inside the run ("Dr Nakamura", and "Cheriton Dr", where it is no title) and
         # plain words at either end ("Patient Eleanor", "Eleanor Street") are not the name
         title_at = -1
-        while words and (words[0][3] is None or words[0][2].lower() in _TITLE_WORDS or _only_word(words[0][3])):
+        # (in German a noun stands before a name: Kunde Markus Weber, Kollegin Anna)
+        while words and (words[0][3] is None or words[0][2].lower() in _TITLE_WORDS or _only_word(words[0][3])
+                         or (german and len(words) > 1 and words[0][2].lower() in german_words())):
             if words[0][2].lower() in _TITLE_WORDS and len(words) > 1:
                 title_at = words[0][0]
             words.pop(0)
@@ -287,14 +327,14 @@ def _latin(text: str, out: list[Span]) -> None:
             while g and g[-1][3] is None:
                 g.pop()
             if g:
-                _judge(text, g, title_at if g is groups[0] else -1, out, code)
+                _judge(text, g, title_at if g is groups[0] else -1, out, code, german)
 
 
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
-def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines) -> None:
+def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
     if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
@@ -316,9 +356,9 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines)
     elif len(named) >= 2:
         unknown_last = not (last[0] or last[1] or last[2])
         unknown_first = not (first[0] or first[1] or first[2])
-        ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1])
-              or all(not (w[3][0] or w[3][1] or w[3][2]) for w in named))  # Kimiko Hoshino: no words
-        if not ok and (first[0] or first[1]) and prev in _WEAK_CUES:
+        ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1] and not german)
+              or (not german and all(not (w[3][0] or w[3][1] or w[3][2]) for w in named)))  # Kimiko Hoshino: no words
+        if not ok and (first[0] or first[1]) and (prev in _WEAK_CUES or (german and prev in _GERMAN_CUES)):
             ok = True
     else:
         c = first
@@ -327,7 +367,9 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines)
         if (c[0] or c[1]) and not c[2]:  # a name that is no word: Carla, Eleanor, Nakamura
             ok = True
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
-            ok = prev in _STRONG_CUES or post or (_capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
+            # (in German every noun has one: there only a cue says so)
+            ok = prev in _STRONG_CUES or post or (german and prev in _GERMAN_CUES) or (
+                not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
             if c[3] and not ok:
