@@ -81,6 +81,13 @@ _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient pati
 
 
 _LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
+# what almost every German text has somewhere: a text with none of these is not looked at closer
+_GERMAN_HINTS = ("\u00e4", "\u00f6", "\u00fc", "\u00df", " und ", " der ", " die ", " das ", " ist ", " nicht ", " ich ", " du ", " er ",
+                 " sie ", " mit ", " ein", " zu ", " auf ")
+
+
+def _maybe_german(text: str) -> bool:
+    return any(h in text for h in _GERMAN_HINTS)
 
 
 def _german_near(text: str, s: int, e: int) -> bool:
@@ -277,6 +284,7 @@ class _CodeLines:
 
 def _latin(text: str, out: list[Span]) -> None:
     code: _CodeLines | None = None
+    maybe_german: bool | None = None
     plain = _PLAIN
     for m in _RUN.finditer(text):
         g0 = m.group()
@@ -287,7 +295,8 @@ def _latin(text: str, out: list[Span]) -> None:
             continue
         if code is None:
             code = _CodeLines(text)
-        german = _german_near(text, b, m.end())
+            maybe_german = _maybe_german(text)
+        german = maybe_german and _german_near(text, b, m.end())
         if " " not in g0 and "\u00a0" not in g0:  # one word, the usual candidate (Price, Carla)
             c = _as_german(g0, _classify(g0)) if german else _classify(g0)
             if not (_only_word(c) or g0.lower() in _TITLE_WORDS or _STREET_AFTER.match(text, m.end())):
