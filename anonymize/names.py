@@ -7,6 +7,9 @@ when the English word list has it in lower case; a name that is not also a word 
 name, a title, or a cue such as "said", "Dear", "customer" or a possessive. Trigger phrases
 ("my name is", "Regards,") still take any capitalised words, and lower-case names after them.
 
+In German text (German function words near the candidate) a capital is no evidence: frequent
+German words are words there, surnames among them too (Vogel, Bauer), and nothing is rare.
+
 Chinese: names_zh.py.
 
 Rare capitalised words (in no name list, no word list and not among the frequent tokens of
@@ -71,7 +74,7 @@ _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
 
-# German function words, none of them an English word: two of them near a candidate make its
+# German function words, hardly ever English ones: two of them near a candidate make its
 # sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
 _GERMAN = re.compile(r"(?<![\w\-])(?:und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
                      r"|auch|wir|ihr|uns|mir|dir|mich|dich|ihn|ihm|sind|wird|noch|nach|bei|aus|wie|oder|aber|haben|habe|werden"
