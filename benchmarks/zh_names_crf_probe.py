@@ -34,7 +34,6 @@ from shadowreplay.anonymize.gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, zh_gi
 H = 1 << 19
 PAD = 4
 NC = 0x30000
-LABELS = ("O", "B", "I")
 _TAGS: dict[str, int] = {}
 u = np.uint64
 
