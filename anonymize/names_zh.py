@@ -18,6 +18,7 @@ from operator import add, itemgetter, not_
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
+from .names_zh_model import tag_text
 from .spans import PERSON, Span
 
 _CN_STOP = frozenset(
@@ -125,19 +126,38 @@ class _Tokens:
         return max(bisect.bisect_right(self.start, pos) - 1, 0)
 
 
+# How far below the tagger's best labelling of a text its best one with a name inside a name
+# the rules found may score for that name to stay: a name found by what it is (jieba's name
+# tags, a surname and name-like characters), and one found by what stands beside it (a title,
+# cue, honorific or verb), which needs less (the tagger learned news, not chat).
+_CN_CONFIRM = 3.0
+_CN_CONTEXT_CONFIRM = 10.0
+
+
 def find_chinese_names(text: str, out: list[Span]) -> None:
     toks = _Tokens(text)
     if not toks.word:
         return
     nr = [i for i, t in enumerate(toks.tag) if t in _NR]
     n0 = len(out)
+    tagged = tag_text(text, toks)
     if nr:
         _tagged(text, toks, nr, out)
     _surname_led(text, toks, out)
+    if len(out) > n0:
+        out[n0:] = [sp for sp in out[n0:] if tagged.plausible(sp.start, sp.end, _CN_CONFIRM)]
+    n1 = len(out)
     _titled(text, toks, out)
     _split_names(text, toks, out)
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
+    if len(out) > n1:
+        out[n1:] = [sp for sp in out[n1:] if tagged.plausible(sp.start, sp.end, _CN_CONTEXT_CONFIRM)]
+    for a, b in tagged.spans:
+        if b - a >= 3 and (text[b - 1] in _CN_GLUED_AFTER or _glued_verb(text[a:b])):
+            b -= 1  # 张文写: a verb after the name
+        if text[a:b] not in _CN_NOT_NAMES and not (b - a >= 3 and text[b - 1] in _CN_PLACE_ENDS):
+            out.append(Span(a, b, PERSON))  # (吴忠市: a place)
     if len(out) > n0:
         out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if len(out) > n0:

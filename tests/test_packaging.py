@@ -55,6 +55,8 @@ def test_the_installed_wheel_imports_from_itself(wheel, tmp_path):
         "from shadowreplay import sqlfiles; "
         "assert 'percentile' in sqlfiles.load('shadowreplay.analysis', 'summary').lower(); "
         "assert sqlfiles.split(sqlfiles.load('shadowreplay.analysis', 'fold')); "
+        # the Chinese name tagger's weights ship in the wheel
+        "from shadowreplay.anonymize import names_zh_model; assert names_zh_model.model().weight.any(); "
         # every module imports from the install alone (none uses an old top-level name)
         "import importlib, pkgutil, shadowreplay; "
         "[importlib.import_module(m.name) for m in pkgutil.walk_packages(shadowreplay.__path__, 'shadowreplay.') "

@@ -1,0 +1,182 @@
+"""A character tagger for Chinese person names: a linear-chain CRF over hashed features.
+
+Each character of a text's Chinese runs gets features: the characters around it (-2..+2, four
+bigrams, one skip-gram), jieba's tag and word around it (its own, the one before, the one
+after, and its place in its word), and the gazetteer's surname and given-name scores of the
+characters around it. A feature is a 64-bit FNV-1a hash cut to `BITS` bits (a word is hashed by
+its characters, the same wherever it stands); the model is a
+weight per (bucket, label) for the labels O, B (a name starts) and I (a name goes on), and a
+transition weight per pair of labels. It is trained by `scripts/train-zh-names` (python-crfsuite
+on the MSRA NER corpus) and shipped as `data/zh_names_crf.npz`.
+
+Features, Viterbi and the names' margins are compiled (names_zh_kernels.py, numba).
+
+`features` is shared with the training script, so the two never disagree on a feature."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, zh_given_scores, zh_surname_scores
+
+if TYPE_CHECKING:
+    from .names_zh import _Tokens
+
+BITS = 19
+LABELS = ("O", "B", "I")
+MODEL_FILE = "zh_names_crf.npz"
+_NC = 0x30000  # code points above the CJK extension planes share one code
+_MASK = np.uint64((1 << BITS) - 1)
+
+
+@functools.cache
+def gazetteer_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per code point: the surname score bucket (1-9; 10: listed without a score), whether a
+    two-character surname starts with it, and the given-name score bucket (1-10); 0: none.
+    Bytes, so the three tables stay in the cache."""
+    sur = np.zeros(_NC, dtype=np.uint8)
+    for s, v in zh_surname_scores().items():
+        if len(s) == 1:
+            sur[ord(s)] = 1 + int(np.clip((v + 2) // 1, 0, 8))
+    for s in CN_SURNAMES_1:
+        if sur[ord(s)] == 0:
+            sur[ord(s)] = 10
+    sur2 = np.zeros(_NC, dtype=np.uint8)
+    for s in CN_SURNAMES_2:
+        sur2[ord(s[0])] = 1
+    giv = np.zeros(_NC, dtype=np.uint8)
+    for c, v in zh_given_scores().items():
+        if len(c) == 1:
+            giv[ord(c)] = 1 + int(np.clip((v + 6) // 1.5, 0, 9))
+    return sur, sur2, giv
+
+
+def gazetteer_fingerprint() -> str:
+    """A digest of the gazetteer buckets: a model trained on other buckets must be retrained."""
+    h = hashlib.sha256()
+    for t in gazetteer_tables():
+        h.update(t.astype(np.uint64).tobytes())
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def _kernels():
+    """The compiled kernels, imported on first use: numba's import takes a second, and a process
+    that never sees Chinese text never pays it."""
+    from . import names_zh_kernels
+
+    return names_zh_kernels
+
+
+@functools.cache
+def _tag_code(tag: str) -> int:
+    return int.from_bytes(tag.encode()[:8].ljust(8, b"\0"), "little") | 1 << 62
+
+
+def _inputs(text: str, toks: _Tokens) -> tuple:
+    starts = np.array(toks.start, dtype=np.int64)
+    lens = np.array(toks.end, dtype=np.int64) - starts
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    tcode = np.array([_tag_code(t) for t in toks.tag], dtype=np.uint64)
+    return (starts, lens, codes, tcode, *gazetteer_tables(), _MASK)
+
+
+def features(text: str, toks: _Tokens) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `text`, (n, NFEAT) feature buckets) for the n characters of the text's
+    Chinese runs (the characters jieba's tokens cover). Neighbours across a gap between runs
+    are padding."""
+    return _kernels().features(*_inputs(text, toks))
+
+
+class Model:
+    """Weights of a trained tagger: `weight` (k + 1, 3) per label for the k buckets that have
+    weights (row 0: zeros), `index` (2**BITS) the row of each bucket, `trans` (3, 3) from label
+    to label. Two small tables rather than one of 2**BITS rows: the lookups stay in the cache."""
+
+    def __init__(self, bucket: np.ndarray, weight: np.ndarray, trans: np.ndarray) -> None:
+        if len(bucket) >= 1 << 16:
+            raise ValueError(f"{len(bucket)} buckets with weights: the index holds 65,535")
+        self.index = np.zeros(1 << BITS, dtype=np.uint16)
+        self.index[bucket] = np.arange(1, len(bucket) + 1, dtype=np.uint16)
+        self.weight = np.concatenate([np.zeros((1, len(LABELS)), dtype=np.float32), weight.astype(np.float32)])
+        self.trans = trans.astype(np.float64)
+
+    def labels(self, x: np.ndarray) -> np.ndarray:
+        """The best label of each feature row of `x`: 0 O, 1 B, 2 I."""
+        return _kernels().viterbi(x, self.index, self.weight, self.trans)
+
+    def tag(self, x: np.ndarray) -> list[tuple[int, int]]:
+        """Name spans [a, b) in sequence indices for the feature rows `x`."""
+        return spans(self.labels(x))
+
+
+def spans(labels: np.ndarray) -> list[tuple[int, int]]:
+    """[a, b) of each name in a label sequence: a B and the I after it (an I after an O starts
+    one too)."""
+    out = []
+    named = np.flatnonzero(labels)
+    if not len(named):
+        return out
+    lab = labels.tolist()
+    start = -1
+    prev = -2
+    for i in named.tolist():
+        if start >= 0 and (i != prev + 1 or lab[i] == 1):
+            out.append((start, prev + 1))
+            start = -1
+        if start < 0:
+            start = i
+        prev = i
+    out.append((start, prev + 1))
+    return out
+
+
+@functools.cache
+def model() -> Model:
+    """The shipped model, loaded on first use."""
+    with importlib.resources.files(__package__).joinpath("data", MODEL_FILE).open("rb") as f:
+        z = np.load(f)
+        return Model(z["bucket"], z["weight"], z["trans"])
+
+
+class Tagged(NamedTuple):
+    """What the tagger says of a text: the names it finds, [start, end) in the text (none
+    crosses a gap between runs), and per position how far below the best labelling the best
+    one with a name there scores (`margin`: 0 inside the names found; +inf where the tagger saw
+    nothing, outside the Chinese runs: it has no say there)."""
+
+    spans: list[tuple[int, int]]
+    margin: np.ndarray
+
+    def plausible(self, start: int, end: int, within: float) -> bool:
+        """Does a labelling with a name somewhere in [start, end) score within `within` of the
+        best labelling (or does the span reach where the tagger saw nothing)?"""
+        return bool(end > start and self.margin[start:end].max() >= -within)
+
+
+def tag_text(text: str, toks: _Tokens) -> Tagged:
+    """The tagger's names in `text`, over its Chinese runs (jieba's tokens `toks`)."""
+    margin = np.full(len(text), np.inf)
+    if not toks.word:
+        return Tagged([], margin)
+    m = model()
+    pos, labels, margin[pos] = _kernels().tag(*_inputs(text, toks), m.index, m.weight, m.trans)
+    out = []
+    for a, b in spans(labels):
+        s = int(pos[a])
+        for i in range(a + 1, b):  # split where the positions jump (the gap between two runs)
+            if pos[i] != pos[i - 1] + 1:
+                out.append((s, int(pos[i - 1]) + 1))
+                s = int(pos[i])
+        out.append((s, int(pos[b - 1]) + 1))
+    return Tagged(out, margin)
+
+
+def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:
+    """The tagger's name spans [start, end) in `text`."""
+    return tag_text(text, toks).spans
