@@ -131,7 +131,7 @@ def features(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask):  # pragma:
 
 
 @njit(cache=True)
-def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, index, weight, trans):  # pragma: no cover (compiled)
+def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, trans):  # pragma: no cover (compiled)
     """(positions in the text, best labels) of the characters `features` describes, without
     building the feature matrix."""
     pos, tok_of, first, cp, whash = _sequence(starts, lens, codes, sur_t.shape[0])
@@ -145,26 +145,31 @@ def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, index, weight, t
     g = np.empty(5, dtype=np.uint64)
     for i in range(n):
         _row(i, o, cp, pos, tok_of, first, lens, tcode, whash, sur_t, sur2_t, giv_t, mask, c, s, s2, g)
-        for j in range(NFEAT):
-            row = weight[index[o[j]]]
-            for y in range(nl):
-                e[i, y] += row[y]
+        _emission(o, table, scale, e[i])
     return pos, _decode(e, trans), _name_margin(e, trans)
 
 
 @njit(cache=True)
-def viterbi(x, index, weight, trans):  # pragma: no cover (compiled)
+def viterbi(x, table, scale, trans):  # pragma: no cover (compiled)
     """The best labels (0 O, 1 B, 2 I) for feature rows `x`: emission scores summed from
-    `weight[index[bucket]]` (row 0 holds zeros, for the buckets without weights)."""
-    n, k = x.shape
+    `table[bucket] * scale`."""
+    n = x.shape[0]
     nl = trans.shape[0]
     e = np.zeros((n, nl), dtype=np.float64)
     for i in range(n):
-        for j in range(k):
-            row = weight[index[x[i, j]]]
-            for y in range(nl):
-                e[i, y] += row[y]
+        _emission(x[i], table, scale, e[i])
     return _decode(e, trans)
+
+
+@njit(cache=True, inline="always")
+def _emission(buckets, table, scale, out):  # pragma: no cover (compiled)
+    """out[y] = sum of table[b, y] over the buckets b, times scale (integer sums for an integer
+    table)."""
+    for y in range(out.shape[0]):
+        acc = 0.0
+        for j in range(buckets.shape[0]):
+            acc += table[buckets[j], y]
+        out[y] = acc * scale
 
 
 @njit(cache=True)

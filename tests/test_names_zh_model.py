@@ -51,7 +51,7 @@ def _spans(labels: list[int]) -> list[tuple[int, int]]:
 
 def _model(e: np.ndarray, trans: np.ndarray) -> zm.Model:
     """A model with one bucket per character holding that character's emission scores."""
-    return zm.Model(np.arange(len(e)), e, trans)
+    return zm.Model(np.arange(len(e)), e, trans, quantize=False)
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -151,3 +151,18 @@ def test_tag_text_gives_names_and_their_margin():
     assert tagged.plausible(s, s + 3, 0.0)
     assert tagged.plausible(0, 5, 0.0)  # outside the Chinese runs the tagger has no say
     assert not tagged.plausible(text.index("会见"), text.index("会见") + 2, 3.0)
+
+
+def test_weights_quantized_to_bytes_tag_as_the_float_weights_do():
+    with importlib.resources.files("shadowreplay.anonymize").joinpath("data", zm.MODEL_FILE).open("rb") as f:
+        z = np.load(f)
+        exact = zm.Model(z["bucket"], z["weight"], z["trans"], quantize=False)
+    quantized = zm.model()
+    assert quantized.table.dtype == np.int8
+    texts = ["据新华社报道，国务院副总理钱其琛昨天在人民大会堂会见了来访的客人。", "经过三年努力，孙晓梅终于完成了这部长篇小说的创作。",
+             "江泽民、李鹏、朱镕基等领导同志出席了会议。", "今天天气很好，我们去公园散步吧。"]
+    same = 0
+    for text in texts:
+        _, x = zm.features(text, _Tokens(text))
+        same += exact.tag(x) == quantized.tag(x)
+    assert same == len(texts)
