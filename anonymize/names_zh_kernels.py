@@ -132,8 +132,8 @@ def features(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask):  # pragma:
 
 @njit(cache=True)
 def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, trans):  # pragma: no cover (compiled)
-    """(positions in the text, best labels) of the characters `features` describes, without
-    building the feature matrix."""
+    """(positions in the text, best labels, emission scores) of the characters `features`
+    describes, without building the feature matrix."""
     pos, tok_of, first, cp, whash = _sequence(starts, lens, codes, sur_t.shape[0])
     n = cp.shape[0]
     nl = trans.shape[0]
@@ -146,7 +146,7 @@ def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, tr
     for i in range(n):
         _row(i, o, cp, pos, tok_of, first, lens, tcode, whash, sur_t, sur2_t, giv_t, mask, c, s, s2, g)
         _emission(o, table, scale, e[i])
-    return pos, _decode(e, trans), _name_margin(e, trans)
+    return pos, _decode(e, trans), e
 
 
 @njit(cache=True)
@@ -210,7 +210,7 @@ def _decode(e, trans):  # pragma: no cover (compiled)
 
 
 @njit(cache=True)
-def _name_margin(e, trans):  # pragma: no cover (compiled)
+def name_margin(e, trans):  # pragma: no cover (compiled)
     """Per character, how far the best labelling that puts it in a name (B or I) scores below
     the best labelling of all (0 where the best one does; max-marginals from a forward and a
     backward Viterbi pass, no exponentials)."""

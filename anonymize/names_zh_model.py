@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.resources
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -147,14 +147,28 @@ def model() -> Model:
         return Model(z["bucket"], z["weight"], z["trans"])
 
 
-class Tagged(NamedTuple):
-    """What the tagger says of a text: the names it finds, [start, end) in the text (none
-    crosses a gap between runs), and per position how far below the best labelling the best
-    one with a name there scores (`margin`: 0 inside the names found; +inf where the tagger saw
-    nothing, outside the Chinese runs: it has no say there)."""
+class Tagged:
+    """What the tagger says of a text: the names it finds (`spans`, [start, end) in the text;
+    none crosses a gap between runs), and, asked, how plausible a name is elsewhere."""
 
-    spans: list[tuple[int, int]]
-    margin: np.ndarray
+    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin")
+
+    def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, emissions: np.ndarray,
+                 trans: np.ndarray) -> None:
+        self.spans = spans
+        self._text_len, self._pos, self._emissions, self._trans = text_len, pos, emissions, trans
+        self._margin: np.ndarray | None = None
+
+    @property
+    def margin(self) -> np.ndarray:
+        """Per position of the text, how far below the best labelling the best one with a name
+        there scores: 0 inside the names found; +inf where the tagger saw nothing (outside the
+        Chinese runs: it has no say there). Computed on first use."""
+        if self._margin is None:
+            self._margin = np.full(self._text_len, np.inf)
+            if len(self._pos):
+                self._margin[self._pos] = _kernels().name_margin(self._emissions, self._trans)
+        return self._margin
 
     def plausible(self, start: int, end: int, within: float) -> bool:
         """Does a labelling with a name somewhere in [start, end) score within `within` of the
@@ -164,11 +178,10 @@ class Tagged(NamedTuple):
 
 def tag_text(text: str, toks: _Tokens) -> Tagged:
     """The tagger's names in `text`, over its Chinese runs (jieba's tokens `toks`)."""
-    margin = np.full(len(text), np.inf)
-    if not toks.word:
-        return Tagged([], margin)
     m = model()
-    pos, labels, margin[pos] = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    if not toks.word:
+        return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros((0, len(LABELS))), m.trans)
+    pos, labels, e = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
     out = []
     for a, b in spans(labels):
         s = int(pos[a])
@@ -177,7 +190,7 @@ def tag_text(text: str, toks: _Tokens) -> Tagged:
                 out.append((s, int(pos[i - 1]) + 1))
                 s = int(pos[i])
         out.append((s, int(pos[b - 1]) + 1))
-    return Tagged(out, margin)
+    return Tagged(out, len(text), pos, e, m.trans)
 
 
 def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:

@@ -130,7 +130,7 @@ def test_name_margin_against_every_labelling(seed):
     against every label sequence of short texts."""
     import itertools
 
-    from shadowreplay.anonymize.names_zh_kernels import _name_margin
+    from shadowreplay.anonymize.names_zh_kernels import name_margin
 
     rng = np.random.default_rng(seed)
     n = 1 + seed % 6
@@ -140,7 +140,7 @@ def test_name_margin_against_every_labelling(seed):
               for ys in itertools.product(range(3), repeat=n)}
     best = max(scores.values())
     want = [max(v for ys, v in scores.items() if ys[i] != 0) - best for i in range(n)]
-    assert np.allclose(_name_margin(e, trans), want)
+    assert np.allclose(name_margin(e, trans), want)
 
 
 def test_tag_text_gives_names_and_their_margin():
