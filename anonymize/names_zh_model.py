@@ -82,7 +82,7 @@ def _inputs(text: str, toks: _Tokens) -> tuple:
     starts = np.array(toks.start, dtype=np.int64)
     lens = np.array(toks.end, dtype=np.int64) - starts
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    tcode = np.array([_tag_code(t) for t in toks.tag], dtype=np.uint64)
+    tcode = np.fromiter(map(_tag_code, toks.tag), dtype=np.uint64, count=len(toks.tag))
     return (starts, lens, codes, tcode, *gazetteer_tables(), _MASK)
 
 
