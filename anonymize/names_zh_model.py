@@ -4,10 +4,10 @@ Each character of a text's Chinese runs gets features: the characters around it 
 bigrams, one skip-gram), jieba's tag and word around it (its own, the one before, the one
 after, and its place in its word), and the gazetteer's surname and given-name scores of the
 characters around it. A feature is a 64-bit FNV-1a hash cut to `BITS` bits (a word is hashed by
-its characters, the same wherever it stands); the model is a
-weight per (bucket, label) for the labels O, B (a name starts) and I (a name goes on), and a
-transition weight per pair of labels. It is trained by `scripts/train-zh-names` (python-crfsuite
-on the MSRA NER corpus) and shipped as `data/zh_names_crf.npz`.
+its characters, the same wherever it stands); the model is a weight per (bucket, label) for the
+labels O, B (a name starts) and I (a name goes on), and a transition weight per pair of labels.
+It is trained by `scripts/train-zh-names` (python-crfsuite, on the MSRA NER corpus's train split
+and half of People's Daily 1998-01) and shipped as `data/zh_names_crf.npz`.
 
 Features, Viterbi and the names' margins are compiled (names_zh_kernels.py, numba).
 
@@ -144,6 +144,8 @@ def model() -> Model:
     """The shipped model, loaded on first use."""
     with importlib.resources.files(__package__).joinpath("data", MODEL_FILE).open("rb") as f:
         z = np.load(f)
+        if int(z["bits"]) != BITS:
+            raise RuntimeError(f"{MODEL_FILE} has {int(z['bits'])}-bit buckets, the features {BITS}: rerun scripts/train-zh-names")
         return Model(z["bucket"], z["weight"], z["trans"])
 
 
