@@ -1,5 +1,5 @@
 """Compiled kernels of the Chinese name tagger (names_zh_model.py): features, emission scores,
-Viterbi. numba compiles them on first use and caches the machine code (in __pycache__ beside
+Viterbi and max-marginals. numba compiles them on first use and caches the machine code (in __pycache__ beside
 this file, or numba's user cache when that is read-only), so a process pays the compile once
 per machine, not per text. Plain loops over arrays; every integer is uint64 or int64 on purpose
 (numba turns mixed signed and unsigned arithmetic into floats)."""
@@ -109,7 +109,7 @@ def _row(i, o, cp, pos, tok_of, tok_first, tok_len, tcode, whash, sur_t, sur2_t,
     o[20] = np.int64(_m(_m(_m(_m(_OFFSET, np.uint64(21)), s[1]), g[2]), g[3]) & mask)
     o[21] = np.int64(_m(_m(_m(_m(_OFFSET, np.uint64(22)), s[0]), g[1]), g[2]) & mask)
     o[22] = np.int64(_m(_m(_m(_m(_m(_OFFSET, np.uint64(23)), s[2]), g[3]), g[4]), bmes) & mask)
-    o[23] = 24
+    o[23] = 24  # the bias (the same bucket for every character)
 
 
 @njit(cache=True)
