@@ -105,7 +105,7 @@ class Model:
             self.table[bucket] = np.round(weight / self.scale).astype(np.int8)
         else:
             self.scale = 1.0
-            self.table = np.zeros((max(1 << BITS, len(bucket)), len(LABELS)), dtype=np.float32)
+            self.table = np.zeros((1 << BITS, len(LABELS)), dtype=np.float32)
             self.table[bucket] = weight
         self.trans = trans.astype(np.float64)
 
@@ -139,14 +139,20 @@ def spans(labels: np.ndarray) -> list[tuple[int, int]]:
     return out
 
 
+def model_arrays() -> dict[str, np.ndarray]:
+    """The arrays of the shipped model file: bucket, weight, trans, bits, gazetteer."""
+    with importlib.resources.files(__package__).joinpath("data", MODEL_FILE).open("rb") as f:
+        with np.load(f) as z:
+            return {k: z[k] for k in z.files}
+
+
 @functools.cache
 def model() -> Model:
     """The shipped model, loaded on first use."""
-    with importlib.resources.files(__package__).joinpath("data", MODEL_FILE).open("rb") as f:
-        z = np.load(f)
-        if int(z["bits"]) != BITS:
-            raise RuntimeError(f"{MODEL_FILE} has {int(z['bits'])}-bit buckets, the features {BITS}: rerun scripts/train-zh-names")
-        return Model(z["bucket"], z["weight"], z["trans"])
+    z = model_arrays()
+    if int(z["bits"]) != BITS:
+        raise RuntimeError(f"{MODEL_FILE} has {int(z['bits'])}-bit buckets, the features {BITS}: rerun scripts/train-zh-names")
+    return Model(z["bucket"], z["weight"], z["trans"])
 
 
 class Tagged:

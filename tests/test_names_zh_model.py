@@ -3,8 +3,6 @@ its decoding."""
 
 from __future__ import annotations
 
-import importlib.resources
-
 import numpy as np
 import pytest
 
@@ -15,12 +13,11 @@ from shadowreplay.anonymize.names_zh import _Tokens
 def test_shipped_model_was_trained_on_todays_gazetteer():
     """The model's features include the gazetteer's score buckets: when the gazetteer (or the
     Faker, wordfreq or ngender data under it) changes, scripts/train-zh-names must be rerun."""
-    with importlib.resources.files("shadowreplay.anonymize").joinpath("data", zm.MODEL_FILE).open("rb") as f:
-        z = np.load(f)
-        assert int(z["bits"]) == zm.BITS
-        assert str(z["gazetteer"]) == zm.gazetteer_fingerprint()
-        assert z["weight"].shape == (len(z["bucket"]), len(zm.LABELS))
-        assert len(z["bucket"]) > 10_000
+    z = zm.model_arrays()
+    assert int(z["bits"]) == zm.BITS
+    assert str(z["gazetteer"]) == zm.gazetteer_fingerprint()
+    assert z["weight"].shape == (len(z["bucket"]), len(zm.LABELS))
+    assert len(z["bucket"]) > 10_000
 
 
 def _full_viterbi(e: np.ndarray, trans: np.ndarray) -> list[int]:
@@ -154,9 +151,8 @@ def test_tag_text_gives_names_and_their_margin():
 
 
 def test_weights_quantized_to_bytes_tag_as_the_float_weights_do():
-    with importlib.resources.files("shadowreplay.anonymize").joinpath("data", zm.MODEL_FILE).open("rb") as f:
-        z = np.load(f)
-        exact = zm.Model(z["bucket"], z["weight"], z["trans"], quantize=False)
+    z = zm.model_arrays()
+    exact = zm.Model(z["bucket"], z["weight"], z["trans"], quantize=False)
     quantized = zm.model()
     assert quantized.table.dtype == np.int8
     texts = ["据新华社报道，国务院副总理钱其琛昨天在人民大会堂会见了来访的客人。", "经过三年努力，孙晓梅终于完成了这部长篇小说的创作。",
