@@ -156,8 +156,11 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
     for a, b in tagged.spans:
         if b - a >= 3 and (text[b - 1] in _CN_GLUED_AFTER or _glued_verb(text[a:b])):
             b -= 1  # 张文写: a verb after the name
-        if text[a:b] not in _CN_NOT_NAMES and not (b - a >= 3 and text[b - 1] in _CN_PLACE_ENDS):
+        name = text[a:b]
+        if name not in _CN_NOT_NAMES and name not in ZH_PLACES and not (b - a >= 3 and text[b - 1] in _CN_PLACE_ENDS):
             out.append(Span(a, b, PERSON))  # (吴忠市: a place)
+    if len(out) > n0:
+        _cut_titles(text, out, n0)
     if len(out) > n0:
         out[n0:] = [sp for sp in out[n0:] if not _place_or_body(text, toks, sp)]
     if len(out) > n0:
@@ -166,6 +169,25 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
         _listed_beside(toks, out, n0)
     if len(out) > n0:
         _given_alone(text, toks, out, n0)
+
+
+# what follows a surname in one word, and is no part of the name (王/老汉, 杨/师傅, 董/大夫, 二陈/兄弟)
+_CN_AFTER_SURNAME = frozenset(
+    "老汉 老太 老太太 老大爷 老大娘 老人 老伯 大夫 大爷 大妈 大娘 大婶 大嫂 大叔 大伯 大姐 大哥 兄弟 姐妹 夫妇 一家 家族 师傅 老板 "
+    "老先生 太太 夫人 阿姨 叔叔 伯伯 奶奶 爷爷 老师傅 司机 警官 科长 组长 班长 厂长 所长 站长 村长 乡长 镇长 支书".split()
+)
+def _cut_titles(text: str, out: list[Span], n0: int) -> None:
+    """A span found as a name that ends with a title or kinship word (王老汉, 杨师傅, 孙先生):
+    the word is no name; the surname or name before it is."""
+    for x in range(n0, len(out)):
+        sp = out[x]
+        if sp.kind != PERSON or sp.end - sp.start < 2:
+            continue
+        name = text[sp.start : sp.end]
+        for c in (3, 2):
+            if len(name) > c and name[-c:] in _CN_CUT_AFTER and surname_len(name[:-c]) >= 1:
+                out[x] = Span(sp.start, sp.end - c, PERSON)
+                break
 
 
 def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
@@ -192,11 +214,11 @@ def _given_alone(text: str, toks: _Tokens, out: list[Span], n0: int) -> None:
 
 # negative evidence: what ends the names of organisations (党支部, 劳动部, 居委会, 国大党) and
 # the words that follow a place or a body, never a person (南昆/铁路, 罗布泊/地区, X/公司)
-_CN_ORG_ENDS = frozenset("部委会局厅署办院党联社所司处")
+_CN_ORG_ENDS = frozenset("部委会局厅署办院党联社所司处杯奖")
 _CN_PLACE_NEXT = frozenset(
     "铁路 公路 地区 地带 一带 境内 流域 公司 集团 企业 工厂 冲突 县 市 省 区 镇 乡 村 路 街 山 江 河 湖 岛 港 "
     "大学 学院 中学 小学 医院 宾馆 饭店 酒店 银行 机场 车站 大桥 大街 广场 景区 牌 商标 品牌 "
-    "半岛 附近 高原 盆地 平原 海峡 沙漠 火山 郊区 市区 当地".split()
+    "半岛 附近 高原 盆地 平原 海峡 沙漠 火山 郊区 市区 当地 条约 公约 协定 奖 杯 报 号".split()
 )
 # words before a place (在/抵达 伊斯坦布尔, 首都 拉巴特): a transliteration after one, with nothing
 # else to say it is a person, is a place
@@ -211,6 +233,8 @@ def _place_or_body(text: str, toks: _Tokens, sp: Span) -> bool:
     if text[sp.end - 1] in _CN_ORG_ENDS:
         return True
     k = bisect.bisect_left(toks.start, sp.end)
+    if k and toks.end[k - 1] > sp.end and toks.word[k - 1][-1] in _CN_ORG_ENDS and toks.start[k - 1] >= sp.start:
+        return True  # 金鹏杯 one word: a cup, not 金鹏's
     return k < len(toks.start) and toks.start[k] == sp.end and toks.word[k] in _CN_PLACE_NEXT
 
 
@@ -237,7 +261,7 @@ def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
     """Names listed with a name found (毛泽东、周恩来、刘少奇; 江泽民和李鹏): a whole word beside
     it, across 、 or 和, that could be a name (a surname and plausible given characters, or a
     transliteration) is one too, and so on along the list."""
-    word, start, end_ = toks.word, toks.start, toks.end
+    word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
     n = len(word)
     is_name: set[int] = set()
     for sp in out:
@@ -250,6 +274,12 @@ def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
         i = todo.pop()
         for j, joint in ((i + 2, i + 1), (i - 2, i - 1)):
             if 0 <= j < n and j not in is_name and word[joint] in _CN_LIST_JOINS and _could_be_name(toks, j):
+                is_name.add(j)
+                out.append(Span(start[j], end_[j], PERSON))
+                todo.append(j)
+        for j in (i + 1, i - 1):  # 张德江华国锋全树仁: a list of names with nothing between them
+            if (0 <= j < n and j not in is_name and tag[j] in _NR and (start[j] == end_[i] or end_[j] == start[i])
+                    and _could_be_name(toks, j)):
                 is_name.add(j)
                 out.append(Span(start[j], end_[j], PERSON))
                 todo.append(j)
@@ -299,6 +329,7 @@ _CN_TITLES = frozenset(
     "委员 司令 将军 教练 选手 演员 导演 作家 诗人 画家 歌手 特使 发言人 总监 副总统 副主席 副总理 副部长".split()
 )
 _CN_PLACE_ENDS = frozenset("口庄县市省村镇区路街港湾乡屯寨堡")
+_CN_CUT_AFTER = _CN_AFTER_SURNAME | _CN_TITLES | _CN_NOT_NAMES  # what _cut_titles cuts off
 _CN_SPEECH = frozenset("说 表示 指出 认为 强调 宣布 称 介绍 透露 回忆 说道 写道 告诉 会见 会晤 访问 出席 致电 致信".split())
 # verbs of chat whose object (before a name) or subject (after one) is a person
 _CN_OBJECT_VERBS = frozenset("感谢 谢谢 通知 告诉 问 找 请 让 叫 认识 联系 邀请 拜访 麻烦 发给 交给 转给 抄送 转告".split())
