@@ -18,7 +18,7 @@ from operator import add, itemgetter, not_
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
-from .names_zh_model import tag_text
+from .names_zh_model import Tagged, tag_text
 from .spans import PERSON, Span
 
 _CN_STOP = frozenset(
@@ -143,11 +143,11 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
     tagged = tag_text(text, toks)
     if nr:
         _tagged(text, toks, nr, out)
-    _surname_led(text, toks, out)
+    _surname_led(text, toks, out, tagged)  # (they skip what the tagger would not confirm)
     if len(out) > n0:
         out[n0:] = [sp for sp in out[n0:] if tagged.plausible(sp.start, sp.end, _CN_CONFIRM)]
     n1 = len(out)
-    _titled(text, toks, out)
+    _titled(text, toks, out, tagged)
     _split_names(text, toks, out)
     if _CN_NAME_CUES.search(text) is not None:
         _cn_cues(text, toks, out)
@@ -495,18 +495,22 @@ def _given_plausible(given: str) -> bool:
 _CN_LEAD = frozenset(CN_SUB_SURNAMES) | frozenset(s[0] for s in CN_SURNAMES_2) | frozenset("老小")
 
 
-def _surname_led(text: str, toks: _Tokens, out: list[Span]) -> None:
+def _surname_led(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
     """Names found by what they are, without a tag or cue: a surname and one or two given
     characters that stand in given names far more often than in text (鹏, 泽民; not 部, 水平),
-    covering whole jieba words; 老张/小王/侯老; and transliterations jieba tags as names."""
+    covering whole jieba words; 老张/小王/侯老; and transliterations jieba tags as names.
+    Tokens where the tagger rules out a name by more than _CN_CONFIRM are skipped: what is
+    found here must pass that test."""
     word, tag, start = toks.word, toks.tag, toks.start
     ends: dict[int, int] | None = None
     for i, w in enumerate(word):
         if w[0] not in _CN_LEAD and tag[i] not in _NR:
             continue  # most tokens: no surname, 老 or 小 starts them and jieba sees no name
+        p = start[i]
+        if not tagged.plausible(p, p + max(4, len(w)), _CN_CONFIRM):
+            continue  # (every name found below lies in these characters)
         if ends is None:
             ends = {e: j for j, e in enumerate(toks.end)}
-        p = start[i]
         for k in (2, 1):
             if (k == 2 and text[p : p + 2] not in CN_SURNAMES_2) or (k == 1 and text[p] not in CN_SUB_SURNAMES):
                 continue
@@ -575,7 +579,7 @@ _CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t i
 _CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_AFTER_NAME | _CN_OBJECT_VERBS  # the words _context looks for
 
 
-def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
+def _titled(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
     """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
     surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
     秘书长/安南, 恩佐/说), a whole word made only of transliteration characters. Only the words
@@ -596,8 +600,10 @@ def _titled(text: str, toks: _Tokens, out: list[Span]) -> None:
                 cands.add(i - 1)
             if i + 1 < n and w not in _CN_AFTER_NAME:
                 cands.add(i + 1)
-    for i in sorted(cands):
-        _titled_at(toks, i, out)
+    end_ = toks.end
+    for i in sorted(cands):  # (what is found here must pass the tagger's test: it skips the rest)
+        if tagged.plausible(toks.start[i], end_[i + 1] if i + 1 < n else end_[i], _CN_CONTEXT_CONFIRM):
+            _titled_at(toks, i, out)
 
 
 def _titled_at(toks: _Tokens, i: int, out: list[Span]) -> None:

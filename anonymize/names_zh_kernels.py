@@ -247,3 +247,33 @@ def name_margin(e, trans):  # pragma: no cover (compiled)
                 named = v
         out[i] = named - best if named < best else 0.0
     return out
+
+
+@njit(cache=True)
+def name_spans(labels, pos):  # pragma: no cover (compiled)
+    """[start, end) in the text of each name in a label sequence (a B and the I after it; an I
+    after an O starts one too), cut where the positions jump (the gap between two runs)."""
+    n = labels.shape[0]
+    out = np.empty((n, 2), dtype=np.int64)
+    k = 0
+    start = -1
+    for i in range(n):
+        if labels[i] == 0:
+            if start >= 0:
+                out[k, 0] = start
+                out[k, 1] = pos[i - 1] + 1
+                k += 1
+                start = -1
+            continue
+        if start >= 0 and (labels[i] == 1 or pos[i] != pos[i - 1] + 1):
+            out[k, 0] = start
+            out[k, 1] = pos[i - 1] + 1
+            k += 1
+            start = -1
+        if start < 0:
+            start = pos[i]
+    if start >= 0:
+        out[k, 0] = start
+        out[k, 1] = pos[n - 1] + 1
+        k += 1
+    return out[:k]

@@ -159,13 +159,14 @@ class Tagged:
     """What the tagger says of a text: the names it finds (`spans`, [start, end) in the text;
     none crosses a gap between runs), and, asked, how plausible a name is elsewhere."""
 
-    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin")
+    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin", "_margin_list")
 
     def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, emissions: np.ndarray,
                  trans: np.ndarray) -> None:
         self.spans = spans
         self._text_len, self._pos, self._emissions, self._trans = text_len, pos, emissions, trans
         self._margin: np.ndarray | None = None
+        self._margin_list: list[float] | None = None
 
     @property
     def margin(self) -> np.ndarray:
@@ -178,10 +179,17 @@ class Tagged:
                 self._margin[self._pos] = _kernels().name_margin(self._emissions, self._trans)
         return self._margin
 
+    @property
+    def margin_list(self) -> list[float]:
+        """`margin` as a list (a slice's max is quicker on a short list than on an array)."""
+        if self._margin_list is None:
+            self._margin_list = self.margin.tolist()
+        return self._margin_list
+
     def plausible(self, start: int, end: int, within: float) -> bool:
         """Does a labelling with a name somewhere in [start, end) score within `within` of the
         best labelling (or does the span reach where the tagger saw nothing)?"""
-        return bool(end > start and self.margin[start:end].max() >= -within)
+        return end > start and max(self.margin_list[start:end]) >= -within
 
 
 def tag_text(text: str, toks: _Tokens) -> Tagged:
@@ -189,16 +197,9 @@ def tag_text(text: str, toks: _Tokens) -> Tagged:
     m = model()
     if not toks.word:
         return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros((0, len(LABELS))), m.trans)
-    pos, labels, e = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
-    out = []
-    for a, b in spans(labels):
-        s = int(pos[a])
-        for i in range(a + 1, b):  # split where the positions jump (the gap between two runs)
-            if pos[i] != pos[i - 1] + 1:
-                out.append((s, int(pos[i - 1]) + 1))
-                s = int(pos[i])
-        out.append((s, int(pos[b - 1]) + 1))
-    return Tagged(out, len(text), pos, e, m.trans)
+    k = _kernels()
+    pos, labels, e = k.tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    return Tagged(list(map(tuple, k.name_spans(labels, pos).tolist())), len(text), pos, e, m.trans)
 
 
 def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:
