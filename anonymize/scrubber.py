@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Iterable
@@ -535,7 +536,20 @@ class Scrubber:
     # ------------------------------------------------------------ bodies
     def scrub_body(self, body: bytes, content_type: str | None = None) -> ScrubbedBody:
         """A request/response body: JSON-aware when it parses as JSON, else scrubbed as text.
-        Invalid UTF-8 is decoded with replacement characters (and reported), never passed raw."""
+        Invalid UTF-8 is decoded with replacement characters (and reported), never passed raw.
+
+        The cyclic garbage collector waits until the body is done: a body makes thousands of
+        short-lived containers (its parsed JSON, the spans), which reference counting frees,
+        and collections in between would only walk them (and, in a proxy, its whole heap)."""
+        if not gc.isenabled():
+            return self._scrub_body(body, content_type)
+        gc.disable()
+        try:
+            return self._scrub_body(body, content_type)
+        finally:
+            gc.enable()
+
+    def _scrub_body(self, body: bytes, content_type: str | None) -> ScrubbedBody:
         error = None
         try:
             text = body.decode("utf-8")

@@ -323,3 +323,38 @@ def test_non_json_python_values_are_never_passed_through(scrubber):
     assert isinstance(out["b"], str) and "a@b.co" not in out["b"]
     assert out["d"] == "2024-01-02" and out["f"] == 1.5
     assert counts == {"email": 1, "cn_mobile": 1}
+
+
+def test_scrub_body_leaves_the_collector_as_it_found_it(scrubber, monkeypatch):
+    """The cyclic collector waits while a body is scrubbed, and is on again after it, also
+    when scrubbing fails; one the caller turned off stays off."""
+    import gc
+
+    seen = []
+    real = scrubber._scrub_body
+
+    def spy(body, content_type):
+        seen.append(gc.isenabled())
+        return real(body, content_type)
+
+    monkeypatch.setattr(scrubber, "_scrub_body", spy)
+    body = json.dumps({"messages": [{"role": "user", "content": "mail bob@example.com"}]}).encode()
+    assert gc.isenabled()
+    assert b"bob@example.com" not in scrubber.scrub_body(body).text.encode()
+    assert seen == [False] and gc.isenabled()
+
+    def boom(body, content_type):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(scrubber, "_scrub_body", boom)
+    with pytest.raises(RuntimeError):
+        scrubber.scrub_body(body)
+    assert gc.isenabled()
+
+    monkeypatch.setattr(scrubber, "_scrub_body", spy)
+    gc.disable()
+    try:
+        scrubber.scrub_body(body)
+        assert seen[-1] is False and not gc.isenabled()
+    finally:
+        gc.enable()
