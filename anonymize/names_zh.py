@@ -176,6 +176,8 @@ _CN_AFTER_SURNAME = frozenset(
     "老汉 老太 老太太 老大爷 老大娘 老人 老伯 大夫 大爷 大妈 大娘 大婶 大嫂 大叔 大伯 大姐 大哥 兄弟 姐妹 夫妇 一家 家族 师傅 老板 "
     "老先生 太太 夫人 阿姨 叔叔 伯伯 奶奶 爷爷 老师傅 司机 警官 科长 组长 班长 厂长 所长 站长 村长 乡长 镇长 支书".split()
 )
+
+
 def _cut_titles(text: str, out: list[Span], n0: int) -> None:
     """A span found as a name that ends with a title or kinship word (王老汉, 杨师傅, 孙先生):
     the word is no name; the surname or name before it is."""

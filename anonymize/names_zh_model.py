@@ -93,6 +93,12 @@ def features(text: str, toks: _Tokens) -> tuple[np.ndarray, np.ndarray]:
     return _kernels().features(*_inputs(text, toks))
 
 
+def _name_spans(labels: np.ndarray, pos: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each name in a label sequence, in the positions `pos` of its characters:
+    a B and the I after it (an I after an O starts one too), cut where the positions jump."""
+    return list(map(tuple, _kernels().name_spans(labels, pos).tolist()))
+
+
 class Model:
     """Weights of a trained tagger: `table` (2**BITS, 3), the emission weight of each bucket per
     label, times `scale`; `trans` (3, 3) from label to label. Quantized to bytes by default, so
@@ -115,28 +121,8 @@ class Model:
 
     def tag(self, x: np.ndarray) -> list[tuple[int, int]]:
         """Name spans [a, b) in sequence indices for the feature rows `x`."""
-        return spans(self.labels(x))
-
-
-def spans(labels: np.ndarray) -> list[tuple[int, int]]:
-    """[a, b) of each name in a label sequence: a B and the I after it (an I after an O starts
-    one too)."""
-    out = []
-    named = np.flatnonzero(labels)
-    if not len(named):
-        return out
-    lab = labels.tolist()
-    start = -1
-    prev = -2
-    for i in named.tolist():
-        if start >= 0 and (i != prev + 1 or lab[i] == 1):
-            out.append((start, prev + 1))
-            start = -1
-        if start < 0:
-            start = i
-        prev = i
-    out.append((start, prev + 1))
-    return out
+        labels = self.labels(x)
+        return _name_spans(labels, np.arange(len(labels)))
 
 
 def model_arrays() -> dict[str, np.ndarray]:
@@ -197,9 +183,8 @@ def tag_text(text: str, toks: _Tokens) -> Tagged:
     m = model()
     if not toks.word:
         return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros((0, len(LABELS))), m.trans)
-    k = _kernels()
-    pos, labels, e = k.tag(*_inputs(text, toks), m.table, m.scale, m.trans)
-    return Tagged(list(map(tuple, k.name_spans(labels, pos).tolist())), len(text), pos, e, m.trans)
+    pos, labels, e = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    return Tagged(_name_spans(labels, pos), len(text), pos, e, m.trans)
 
 
 def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:
