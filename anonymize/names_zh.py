@@ -141,15 +141,20 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
     nr = [i for i, t in enumerate(toks.tag) if t in _NR]
     n0 = len(out)
     tagged = tag_text(text, toks)
-    if nr:
-        _tagged(text, toks, nr, out)
-    _surname_led(text, toks, out, tagged)  # (they skip what the tagger would not confirm)
-    if len(out) > n0:
-        out[n0:] = [sp for sp in out[n0:] if tagged.plausible(sp.start, sp.end, _CN_CONFIRM)]
+    # the rules' names lie inside jieba's tokens, where the tagger read: each rule runs only
+    # where its names could pass the tagger's test (inside the tokens), and skips what could not
+    peak = tagged.peak
+    if peak >= -_CN_CONFIRM:
+        if nr:
+            _tagged(text, toks, nr, out)
+        _surname_led(text, toks, out, tagged)
+        if len(out) > n0:
+            out[n0:] = [sp for sp in out[n0:] if tagged.plausible(sp.start, sp.end, _CN_CONFIRM)]
     n1 = len(out)
-    _titled(text, toks, out, tagged)
-    _split_names(text, toks, out)
-    if _CN_NAME_CUES.search(text) is not None:
+    if peak >= -_CN_CONTEXT_CONFIRM:
+        _titled(text, toks, out, tagged)
+        _split_names(text, toks, out)
+    if _CN_NAME_CUES.search(text) is not None:  # (a cue's name may reach past the tokens: 用户 赵𡒄)
         _cn_cues(text, toks, out)
     if len(out) > n1:
         out[n1:] = [sp for sp in out[n1:] if tagged.plausible(sp.start, sp.end, _CN_CONTEXT_CONFIRM)]

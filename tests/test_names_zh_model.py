@@ -148,6 +148,16 @@ def test_tag_text_gives_names_and_their_margin():
     assert tagged.plausible(s, s + 3, 0.0)
     assert tagged.plausible(0, 5, 0.0)  # outside the Chinese runs the tagger has no say
     assert not tagged.plausible(text.index("会见"), text.index("会见") + 2, 3.0)
+    assert tagged.peak == 0.0  # a name found: the best labelling has one
+
+
+def test_peak_is_the_highest_margin_where_the_tagger_read():
+    text = "ok 今天天气很好，我们去公园散步吧。"
+    tagged = zm.tag_text(text, _Tokens(text))
+    read = tagged.margin[np.isfinite(tagged.margin)]
+    assert not tagged.spans and len(read) == len(text) - 3
+    assert tagged.peak == read.max() < 0.0
+    assert zm.tag_text("ok", _Tokens("ok")).peak == -np.inf
 
 
 def test_weights_quantized_to_bytes_tag_as_the_float_weights_do():
