@@ -176,10 +176,11 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
         _given_alone(text, toks, out, n0)
 
 
-# what follows a surname in one word, and is no part of the name (王/老汉, 杨/师傅, 董/大夫, 二陈/兄弟)
+# what follows a surname in one word, and is no part of the name (王/老汉, 董/大夫, 二陈/兄弟),
+# besides the titles and honorifics (杨/师傅: _CN_CUT_AFTER joins them)
 _CN_AFTER_SURNAME = frozenset(
-    "老汉 老太 老太太 老大爷 老大娘 老人 老伯 大夫 大爷 大妈 大娘 大婶 大嫂 大叔 大伯 大姐 大哥 兄弟 姐妹 夫妇 一家 家族 师傅 老板 "
-    "老先生 太太 夫人 阿姨 叔叔 伯伯 奶奶 爷爷 老师傅 司机 警官 科长 组长 班长 厂长 所长 站长 村长 乡长 镇长 支书".split()
+    "老汉 老太 老太太 老大爷 老大娘 老人 老伯 大夫 大娘 大婶 大嫂 大叔 大伯 大姐 大哥 兄弟 姐妹 夫妇 一家 家族 "
+    "老先生 太太 夫人 伯伯 奶奶 爷爷 老师傅 司机 警官 科长 组长 班长 所长 站长 村长 乡长 镇长 支书".split()
 )
 
 

@@ -145,7 +145,7 @@ class Tagged:
     """What the tagger says of a text: the names it finds (`spans`, [start, end) in the text;
     none crosses a gap between runs), and, asked, how plausible a name is elsewhere."""
 
-    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin", "_margin_list", "_peak")
+    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin", "_margin_list")
 
     def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, emissions: np.ndarray,
                  trans: np.ndarray) -> None:
@@ -153,7 +153,6 @@ class Tagged:
         self._text_len, self._pos, self._emissions, self._trans = text_len, pos, emissions, trans
         self._margin: np.ndarray | None = None
         self._margin_list: list[float] | None = None
-        self._peak: float | None = None
 
     @property
     def margin(self) -> np.ndarray:
@@ -162,20 +161,15 @@ class Tagged:
         Chinese runs: it has no say there). Computed on first use."""
         if self._margin is None:
             self._margin = np.full(self._text_len, np.inf)
-            self._peak = -np.inf
             if len(self._pos):
-                read = _kernels().name_margin(self._emissions, self._trans)
-                self._margin[self._pos] = read
-                self._peak = float(read.max())
+                self._margin[self._pos] = _kernels().name_margin(self._emissions, self._trans)
         return self._margin
 
     @property
     def peak(self) -> float:
         """The highest margin anywhere the tagger read (0 where it found a name; -inf where it
         read nothing): a name inside its runs is at least this much less plausible."""
-        if self._peak is None:
-            self.margin
-        return self._peak
+        return float(self.margin[self._pos].max()) if len(self._pos) else -np.inf
 
     @property
     def margin_list(self) -> list[float]:
