@@ -81,13 +81,14 @@ NAME_FIRST, NAME_LAST = _faker_names()
 NAME_FIRST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_FIRST)
 NAME_LAST_LOWER: frozenset[str] = frozenset(n.lower() for n in NAME_LAST)
 
-# Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
-# words as well as names, "carla" and "nakamura" are not.
-def _words(name: str) -> frozenset[str]:
-    with gzip.open(Path(__file__).with_name("data") / name, "rt", encoding="ascii") as f:
+def _words(name: str, encoding: str = "ascii") -> frozenset[str]:
+    """The lines of a word list shipped in data/ (see data/README.md)."""
+    with gzip.open(Path(__file__).with_name("data") / name, "rt", encoding=encoding) as f:
         return frozenset(f.read().split())
 
 
+# Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
+# words as well as names, "carla" and "nakamura" are not.
 ENGLISH_WORDS: frozenset[str] = _words("english_words.txt.gz")
 # Capitalised SCOWL words: proper nouns. Those in no name list are no person's name (Gregorian,
 # Manhattan, Xerox); those in one (Carla, Jordan) are judged as names.
@@ -192,11 +193,13 @@ def zh_surname_scores() -> dict[str, float]:
 
 
 # Chinese place names (Faker's zh_CN cities, provinces without their 省/市, districts,
-# countries): jieba tags some of them as person names (莫斯科, 伊拉克, 钟山).
+# countries; the Chinese names of three characters or more of GeoNames' cities of 200,000
+# people or more, built by scripts/build-zh-places): jieba tags some of them as person names
+# (莫斯科, 伊拉克, 钟山, 克拉科夫).
 ZH_PLACES: frozenset[str] = frozenset(
     list(_ZhAddress.cities) + list(_ZhAddress.districts) + list(_ZhAddress.countries)
     + [p[:-1] if p[-1] in "省市" else p for p in _ZhAddress.provinces]
-)
+) | _words("zh_world_places.txt.gz", "utf-8")
 
 # Capitalised words that are in the name lists but are, in running text, mostly something else:
 # months, days, places, languages, products. A run made only of these is not a person.

@@ -30,6 +30,8 @@ _CN_TRIGGERS = ("记者", "我叫", "我是", "我的名字是", "我的名字�
 _CN_HONORIFICS = ("先生", "女士", "小姐", "老师", "经理", "医生", "教授", "同学", "律师", "总监", "总", "主任", "院长", "校长",
                   "局长", "处长", "部长", "书记", "董事长", "总裁", "阿姨", "叔叔", "师傅", "同志", "博士", "护士")
 _CN_TRIGGER_GAP = frozenset(" \t\u3000:：")
+# words after a name that begin with an honorific and are titles too (王/总经理; not 总部, 总统)
+_CN_HONORIFICS_AFTER = frozenset("总经理 总裁 总工 总编 总工程师 总编辑 主任医师 副教授".split())
 _CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=len, reverse=True)))
 _CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
 # words jieba tags as names that are not (honorifics, kinship terms)
@@ -693,10 +695,14 @@ def text_of(toks: _Tokens, s: int, e: int) -> str:
     return "".join(parts)
 
 
-def _starts_token(toks: _Tokens, i: int, word: str) -> bool:
-    """A token starts at i and is `word` (or begins with it: 老师们)."""
+def _honorific_at(toks: _Tokens, i: int, word: str) -> bool:
+    """A token starts at i and is the honorific `word`, its plural (老师们) or a title that
+    begins with it (总经理); not a word that only begins with it (总部, 总统 after a country)."""
     k = bisect.bisect_left(toks.start, i)
-    return k < len(toks.start) and toks.start[k] == i and toks.word[k].startswith(word)
+    if k == len(toks.start) or toks.start[k] != i:
+        return False
+    w = toks.word[k]
+    return w == word or w == word + "们" or w in _CN_HONORIFICS_AFTER
 
 
 def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
@@ -719,8 +725,8 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
                     break
         else:  # 先生/女士/老师...: the name precedes (a surname and one or two given characters)
             i = m.start()
-            if not _starts_token(toks, i, m.group()):
-                continue  # 总 of 国务院副总理 is no honorific
+            if not _honorific_at(toks, i, m.group()):
+                continue  # 总 of 国务院副总理 or of 巴格达总部 is no honorific
             for ln in (3, 2, 4):
                 st = i - ln
                 if st < 0:

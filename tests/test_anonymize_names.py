@@ -334,7 +334,11 @@ def test_chinese_names_in_chat_recall(scrubber):
                                   "宣传部部长讲话", "经受洪涝灾害的严峻考验", "不少人都在向钱看",
                                   "条件具备的成建制接管", "上海市杨浦区中心医院", "吴忠市乳制品集团公司",
                                   # a country the tagger takes for a name; a cup named after no one
-                                  "贝宁在人权问题上支持中国", "他获得了金鹏杯的提名"])
+                                  "贝宁在人权问题上支持中国", "他获得了金鹏杯的提名",
+                                  # world cities (GeoNames) jieba tags as names; 总 of 总部 or
+                                  # 总领事馆 is no honorific after a name
+                                  "来自华沙、克拉科夫和格但斯克的代表出席了会议", "联合国特委会驻巴格达总部门前有人示威",
+                                  "慕尼黑总领事馆昨天发布通知", "公司在马德里总部举行记者招待会"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
@@ -346,7 +350,9 @@ def test_chinese_without_names_is_kept(scrubber, text):
                                           # kinship and trade words jieba or the tagger join to a
                                           # surname: the surname alone is the name
                                           ("王老汉的家在南河村村东", "王"), ("崔老汉热情地把我领进屋", "崔"),
-                                          ("最近王大夫经过多年苦心研究", "王"), ("杨师傅对记者说那时很难", "杨")])
+                                          ("最近王大夫经过多年苦心研究", "王"), ("杨师傅对记者说那时很难", "杨"),
+                                          # an honorific's plural, a title that begins with one
+                                          ("这是李老师们的意见", "李"), ("刘总监说方案可以", "刘"), ("王总，明天的会议改到三点", "王")])
 def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
     """孙先生, 何/教授 (jieba reads 何 as a pronoun), 江主席 as one word: the surname is replaced,
     the title and everything else kept."""
