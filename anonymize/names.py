@@ -27,7 +27,7 @@ from .gazetteer import (
     NOT_PERSON_WORDS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk
-from .names_zh import DOTS, find_chinese_names, surname_len
+from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
 
 # ---------------------------------------------------------------- Latin script
@@ -548,25 +548,32 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     none overlapping (where two overlap, the earlier, then the longer one). A word that is also an
     English word ("Will") is matched with its capital only, the others in any case; a word in no
     name list, taken for a name because it is rare, is not looked for (it may be an identifier:
-    class Iterable); Chinese names anywhere. With json_text, for the encoded text of a JSON body:
+    class Iterable); Chinese names anywhere but where one begins a doctrine named after its
+    person (邓小平 ... 邓小平理论, names_zh.is_doctrine). With json_text, for the encoded text of a JSON body:
     a mention right after an escape (\\n, \\") or right before one counts as it does in the
     decoded string. `lo`: lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
     for w in words:
         if is_cjk(w[0]):
-            rank, hay, needle, edges = 2, text, w, False
-        elif not _listed(w):
+            n = len(w)
+            p = text.find(w)
+            while p >= 0:
+                if not is_doctrine(text, p, p + n):
+                    found.append((p, 2, -(p + n)))
+                p = text.find(w, p + 1)
             continue
-        elif w.lower() in ENGLISH_WORDS:
-            rank, hay, needle, edges = 1, text, w, True
+        if not _listed(w):
+            continue
+        if w.lower() in ENGLISH_WORDS:
+            rank, hay, needle = 1, text, w
         else:
             if lo is None:
                 lo = lower_same_length(text)
-            rank, hay, needle, edges = 0, lo, w.lower(), True
+            rank, hay, needle = 0, lo, w.lower()
         n = len(needle)
         p = hay.find(needle)
         while p >= 0:
-            if not edges or (_edge_before(text, p, json_text) and _edge_after(text, p + n, json_text)):
+            if _edge_before(text, p, json_text) and _edge_after(text, p + n, json_text):
                 found.append((p, rank, -(p + n)))
             p = hay.find(needle, p + 1)
     if not found:

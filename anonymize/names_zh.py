@@ -5,8 +5,10 @@ when it starts with a surname of the gazetteer, is a transliterated name joined 
 before an honorific (先生, 女士, 小姐, 老师, 总, ...) or after a cue (我叫, 客户, 用户, 由, ...). Names
 are also found without a tag: a surname followed by characters that stand in given names far more
 often than in text, a surname alone before a title (孙先生), names listed beside a name found
-(、/和/与), the given name or surname alone of a name found (周恩来 ... 恩来). Names of places and
-organisations (what ends them, what follows them at any mention) are dropped.
+(、/和/与) or glued to it (张德江华国锋全树仁), the given name or surname alone of a name found
+(周恩来 ... 恩来). Names of places and organisations (what ends them, what follows them at any
+mention, a gazetteer of places) are dropped, and so is a name that begins the name of a
+doctrine (邓小平理论, 马克思主义).
 `find_chinese_names` appends PERSON spans."""
 
 from __future__ import annotations
@@ -173,9 +175,142 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
     if len(out) > n0:
         _drop_places_anywhere(text, toks, out, n0)
     if len(out) > n0 or nr:
-        _listed_beside(toks, out, n0)
+        _listed_beside(toks, nr, out, n0)
+    if len(out) > n0 + 1:
+        _glued_list(text, out, n0, tagged)
     if len(out) > n0:
         _given_alone(text, toks, out, n0)
+    if len(out) > n0:
+        out[n0:] = [sp for sp in out[n0:] if not _in_doctrine(toks, sp)]
+
+
+_CN_DOCTRINE_ENDS = ("主义", "理论", "思想", "学说")  # what ends the name of a doctrine named after a person
+
+
+def is_doctrine(text: str, start: int, end: int) -> bool:
+    """Does the name text[start:end] begin a doctrine named after its person, one jieba word
+    with what follows (邓小平理论, 马克思主义; not 王强/思想)? A mention of the person found
+    elsewhere is not replaced there."""
+    return text.startswith(_CN_DOCTRINE_ENDS, end) and len(_tag(text[start : end + 2])) == 1
+
+
+def _in_doctrine(toks: _Tokens, sp: Span) -> bool:
+    """The span starts inside one jieba word that names a doctrine after a person
+    (邓小平理论, 马克思主义, 毛泽东思想)."""
+    k = toks.at_or_before(sp.start)
+    w = toks.word[k]
+    return toks.start[k] <= sp.start < toks.end[k] and len(w) >= 4 and w.endswith(_CN_DOCTRINE_ENDS)
+
+
+_CN_LIST_GAP = 6  # the most characters between two names of a list, or after its last one
+
+
+def _glued_list(text: str, out: list[Span], n0: int, tagged: Tagged) -> None:
+    """A list of names written with nothing between them (何光远何竹康何其宗何椿霖): two names
+    found at most six characters apart, with only plain Chinese characters between them, are
+    read again together with what lies between; where that splits whole into names of a
+    surname and one or two given characters, those are the names (何竹康/何其宗 between two, and
+    白清/才 where jieba and the tagger cut 白清才 short). A name glued to another is so read
+    with the characters after or before it, up to the end of the run (…刘方仁刘中一, …）."""
+    done = 0
+    while True:
+        found = _merged(out, n0)
+        for x in range(len(found) - 1):
+            (a, b), (a2, b2) = found[x], found[x + 1]
+            if a < done or not 0 <= a2 - b <= _CN_LIST_GAP or not _plain(text, b, a2):
+                continue
+            stretches = [(a, b2)] if a2 > b else []
+            if a2 == b:  # touching: the ends of the list
+                if x == 0 or found[x - 1][1] != a:
+                    stretches.append((_run_edge(text, a, -1), b))
+                if x + 2 == len(found) or found[x + 2][0] != b2:
+                    stretches.append((a2, _run_edge(text, b2, 1)))
+            if any(_resplit(text, out, n0, tagged, s, e) for s, e in stretches if e - s > (b - a) and e - s > (b2 - a2)):
+                done = a + 1
+                break
+        else:
+            return
+
+
+def _merged(out: list[Span], n0: int) -> list[tuple[int, int]]:
+    """The Chinese names in out[n0:], overlapping ones merged, sorted."""
+    found: list[tuple[int, int]] = []
+    for a, b in sorted((sp.start, sp.end) for sp in out[n0:] if sp.kind == PERSON and sp.end - sp.start >= 2):
+        if found and a < found[-1][1]:
+            found[-1] = (found[-1][0], max(b, found[-1][1]))
+        else:
+            found.append((a, b))
+    return found
+
+
+def _resplit(text: str, out: list[Span], n0: int, tagged: Tagged, s: int, e: int) -> bool:
+    """Where text[s:e] splits whole into plausible names, they replace what was found there."""
+    if not _plain(text, s, e):
+        return False
+    pieces = _split_list(text[s:e])
+    if pieces is None or not _plausible_all(tagged, s, pieces):
+        return False
+    out[n0:] = [sp for sp in out[n0:] if sp.end <= s or sp.start >= e]
+    for k in pieces:
+        out.append(Span(s, s + k, PERSON))
+        s += k
+    return True
+
+
+def _plain(text: str, a: int, b: int) -> bool:
+    """Only Chinese characters that no name stops at (the, is, 、, ...) in [a, b)."""
+    return all(is_cjk(c) and c not in _CN_STOP for c in text[a:b])
+
+
+def _run_edge(text: str, i: int, step: int) -> int:
+    """Where the stretch of plain characters from i (going left, step -1, or right) ends, when
+    within _CN_LIST_GAP of it; i itself otherwise."""
+    j = i
+    n = len(text)
+    while (0 < j if step < 0 else j < n) and abs(j - i) <= _CN_LIST_GAP:
+        c = text[j - 1] if step < 0 else text[j]
+        if not is_cjk(c) or c in _CN_STOP:
+            return j
+        j += step
+    return j if (j == 0 or j == n) and abs(j - i) <= _CN_LIST_GAP else i
+
+
+def _plausible_all(tagged: Tagged, s: int, pieces: list[int]) -> bool:
+    for k in pieces:
+        if not tagged.plausible(s, s + k, _CN_CONTEXT_CONFIRM):
+            return False
+        s += k
+    return True
+
+
+def _split_list(run: str) -> list[int] | None:
+    """The lengths of the names `run` splits into whole, the best-scoring split (each a surname
+    and one or two given characters that may stand in names, scoring at least _CN_NAME_MIN);
+    None if there is none."""
+    n = len(run)
+    best: list[tuple[float, int] | None] = [None] * (n + 1)  # from i: (score, first name's length)
+    best[n] = (0.0, 0)
+    for i in range(n - 2, -1, -1):
+        for ln in (2, 3, 4):
+            if i + ln > n or best[i + ln] is None:
+                continue
+            name = run[i : i + ln]
+            k = surname_len(name)
+            if not k or not 1 <= ln - k <= 2 or not _given_plausible(name[k:]):
+                continue
+            score = _name_score(name, k)
+            if score < _CN_NAME_MIN[ln - k]:
+                continue
+            total = score + best[i + ln][0]
+            if best[i] is None or total > best[i][0]:
+                best[i] = (total, ln)
+    if best[0] is None:
+        return None
+    out, i = [], 0
+    while i < n:
+        out.append(best[i][1])
+        i += best[i][1]
+    return out
 
 
 # what follows a surname in one word, and is no part of the name (王/老汉, 董/大夫, 二陈/兄弟),
@@ -267,7 +402,7 @@ def _drop_places_anywhere(text: str, toks: _Tokens, out: list[Span], n0: int) ->
 _CN_LIST_JOINS = frozenset("、 和 与 及 同 跟".split())
 
 
-def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
+def _listed_beside(toks: _Tokens, nr: list[int], out: list[Span], n0: int) -> None:
     """Names listed with a name found (毛泽东、周恩来、刘少奇; 江泽民和李鹏): a whole word beside
     it, across 、 or 和, that could be a name (a surname and plausible given characters, or a
     transliteration) is one too, and so on along the list."""
@@ -279,6 +414,18 @@ def _listed_beside(toks: _Tokens, out: list[Span], n0: int) -> None:
             i = bisect.bisect_left(start, sp.start)
             if i < n and start[i] == sp.start and end_[i] == sp.end:
                 is_name.add(i)
+    run: list[int] = []  # 毛冬声/nr 毛致用/nr 亢龙/nr: three or more names jieba tags, nothing between
+    for i in nr + [-1]:
+        if run and i == run[-1] + 1 and start[i] == end_[i - 1]:
+            run.append(i)
+            continue
+        if len(run) >= 3:
+            for j in run:
+                k = surname_len(word[j])
+                if j not in is_name and k and 1 <= len(word[j]) - k <= 2 and _given_plausible(word[j][k:]):
+                    is_name.add(j)
+                    out.append(Span(start[j], end_[j], PERSON))
+        run = [i]
     todo = list(is_name)
     while todo:
         i = todo.pop()
@@ -554,7 +701,12 @@ def _surname_led(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> N
                 and _known_given_name(w[1:])):
             out.append(Span(p, p + 3, PERSON))  # 周恩来 (jieba: a time word): 恩来 alone is a name to jieba
         elif len(w) == 2 and not _zh_word(w) and ((w[0] in "老小" and w[1] in CN_SUB_SURNAMES) or (w[1] == "老" and w[0] in CN_SUB_SURNAMES)):
-            out.append(Span(p, p + 2, PERSON))
+            e = p + 2
+            if (w[0] in "老小" and i + 1 < len(word) and start[i + 1] == e and len(word[i + 1]) == 1
+                    and tag[i + 1] not in _CN_WORD_TAGS and word[i + 1] not in _CN_STOP
+                    and zh_given_scores().get(word[i + 1], -5.0) >= _CN_GIVEN_STRONG):
+                e += 1  # 小张/倩: the given name jieba cut off after 小 and the surname
+            out.append(Span(p, e, PERSON))
         elif (2 <= len(w) <= 6 and tag[i] in _NR and not (_zh_word(w) or (len(w) == 2 and w in ZH_ZIPF)) and w not in ZH_PLACES
               and w[-1] not in _CN_TRANSLIT_PLACE_ENDS and all(c in _CN_TRANSLIT for c in w)
               and (i == 0 or word[i - 1] not in _CN_PLACE_BEFORE)):
@@ -695,6 +847,13 @@ def text_of(toks: _Tokens, s: int, e: int) -> str:
     return "".join(parts)
 
 
+def _word_first(toks: _Tokens, s: int) -> bool:
+    """A frequent word that jieba tags as no name starts at s (普通/nz 科 医生: 普 is no surname)."""
+    k = bisect.bisect_left(toks.start, s)
+    return (k < len(toks.start) and toks.start[k] == s and len(toks.word[k]) >= 2 and toks.tag[k] not in _NR
+            and _zh_word(toks.word[k]))
+
+
 def _honorific_at(toks: _Tokens, i: int, word: str) -> bool:
     """A token starts at i and is the honorific `word`, its plural (老师们) or a title that
     begins with it (总经理); not a word that only begins with it (总部, 总统 after a country)."""
@@ -733,6 +892,6 @@ def _cn_cues(text: str, toks: _Tokens, out: list[Span]) -> None:
                     continue
                 k = surname_len(text[st : st + 2])
                 if (k and k < ln and ln - k <= 2 and all(is_cjk(c) and c not in _CN_STOP for c in text[st + k : i])
-                        and _given_plausible(text[st + k : i]) and _fits_words(toks, st, i)):
+                        and _given_plausible(text[st + k : i]) and _fits_words(toks, st, i) and not _word_first(toks, st)):
                     out.append(Span(st, i, PERSON))
                     break

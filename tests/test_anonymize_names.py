@@ -275,6 +275,10 @@ def test_german_text_keeps_its_nouns(scrubber):
         ("周洋同意了这个方案。", ["周洋"]),
         # a list of names with nothing between them (as in news lists of delegates)
         ("委员有张德江华国锋全树仁。", ["张德江", "华国锋", "全树仁"]),
+        # ...the names between two names found in such a list, and three or more names jieba
+        # tags with nothing between them, whatever their scores
+        ("出席会议的有何光远何竹康何其宗何椿霖佟宝存。", ["何光远", "何竹康", "何其宗", "何椿霖", "佟宝存"]),
+        ("名单：毛冬声毛致用亢龙田方惠坚尹俊", ["毛冬声", "毛致用"]),
     ],
 )
 def test_chinese_names(scrubber, text, names):
@@ -338,7 +342,9 @@ def test_chinese_names_in_chat_recall(scrubber):
                                   # world cities (GeoNames) jieba tags as names; 总 of 总部 or
                                   # 总领事馆 is no honorific after a name
                                   "来自华沙、克拉科夫和格但斯克的代表出席了会议", "联合国特委会驻巴格达总部门前有人示威",
-                                  "慕尼黑总领事馆昨天发布通知", "公司在马德里总部举行记者招待会"])
+                                  "慕尼黑总领事馆昨天发布通知", "公司在马德里总部举行记者招待会",
+                                  # no surname where a frequent word starts (普通/科 医生)
+                                  "诊所或住家附近的普通科医生处登记"])
 def test_chinese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
 
@@ -359,6 +365,22 @@ def test_chinese_surname_alone_before_a_title(scrubber, text, surname):
     r = scrubber.scrub_text(text)
     i = text.index(surname)
     assert r.text[i] != surname and r.text[:i] + r.text[i + 1 :] == text[:i] + text[i + 1 :], r.text
+
+
+def test_chinese_given_name_cut_off_after_xiao_and_surname(scrubber):
+    """小张/倩: jieba cut the given name off after 小 and the surname; all of it is replaced."""
+    r = scrubber.scrub_text("小张倩的母亲不久也去世了")
+    assert r.text[1] != "张" and r.text[2] != "倩" and r.text[3:] == "的母亲不久也去世了", r.text
+
+
+def test_chinese_doctrine_named_after_a_person_is_kept(scrubber):
+    """邓小平理论 and 马克思主义 name doctrines (one jieba word each): the person found elsewhere
+    is replaced, the doctrine is not. A name followed by such a word that jieba keeps apart
+    (王强/思想) is the person at every mention."""
+    r = scrubber.scrub_text("邓小平同志提出了邓小平理论，我们学习马克思主义")
+    assert r.text.endswith("同志提出了邓小平理论，我们学习马克思主义") and not r.text.startswith("邓小平"), r.text
+    r = scrubber.scrub_text("我叫王强。王强思想很活跃")
+    assert "王强" not in r.text and r.text.endswith("思想很活跃"), r.text
 
 
 def test_chinese_surname_alone_after_the_full_name(scrubber):
