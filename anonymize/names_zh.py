@@ -14,6 +14,7 @@ doctrine (邓小平理论, 马克思主义).
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from itertools import accumulate, compress
 from operator import add, itemgetter, not_
@@ -741,6 +742,13 @@ _CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t i
 _CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_AFTER_NAME | _CN_OBJECT_VERBS  # the words _context looks for
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _beside_word(w: str) -> bool:
+    """A title, honorific, speech or person verb, role word (…长, …员) or surname and title as
+    one word (江主席): what _titled looks beside."""
+    return w in _CN_BESIDE or (w[-1] in _CN_ROLE_LAST and w.endswith(_CN_ROLE_ENDS)) or w in _CN_GLUED_WORDS
+
+
 def _titled(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
     """What stands beside a title: a surname on its own (李/团长, 王/局长: a person named by the
     surname and the title) and a transliterated name jieba does not tag as one (外长/利维,
@@ -748,10 +756,10 @@ def _titled(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
     next to a title, role word or speech verb are looked at."""
     word = toks.word
     n = len(word)
-    beside, role, glued = _CN_BESIDE, _CN_ROLE_LAST, _CN_GLUED_WORDS
-    hits = [i for i, w in enumerate(word) if w in beside or (w[-1] in role and w.endswith(_CN_ROLE_ENDS)) or w in glued]
+    hits = list(compress(range(n), map(_beside_word, word)))
     if not hits:
         return
+    beside, glued = _CN_BESIDE, _CN_GLUED_WORDS
     cands: set[int] = set()
     for i in hits:
         w = word[i]
@@ -815,14 +823,17 @@ _CN_SPLIT_GIVEN_MIN = 4.5
 _CN_SPLIT_SURNAMES = frozenset(CN_SUB_SURNAMES)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _surname_ends(w: str) -> bool:
+    """A surname alone, or glued to a preposition or cue before it (给林, 客户王)."""
+    return w[-1] in _CN_SPLIT_SURNAMES and (len(w) == 1 or w[:-1] in _CN_GLUED_BEFORE or w[:-1] in _CN_TRIGGER_SET)
+
+
 def _split_names(text: str, toks: _Tokens, out: list[Span]) -> None:
     word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
-    surnames = _CN_SPLIT_SURNAMES
-    for i in range(len(word) - 1):
+    for i in compress(range(len(word) - 1), map(_surname_ends, word)):
         w = word[i]
-        if w[-1] not in surnames or end_[i] != start[i + 1]:
-            continue
-        if len(w) > 1 and w[:-1] not in _CN_GLUED_BEFORE and w[:-1] not in _CN_TRIGGER_SET:
+        if end_[i] != start[i + 1]:
             continue
         g = word[i + 1]
         if not 1 <= len(g) <= 2 or tag[i + 1] in _CN_WORD_TAGS or g in _CN_BESIDE or g in _CN_NOT_NAMES or _zh_word(g):

@@ -132,8 +132,9 @@ def features(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask):  # pragma:
 
 @njit(cache=True)
 def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, trans):  # pragma: no cover (compiled)
-    """(positions in the text, best labels, emission scores) of the characters `features`
-    describes, without building the feature matrix."""
+    """(positions in the text, name spans [start, end) in the text, name margins) of the
+    characters `features` describes, without building the feature matrix: the best labelling's
+    names (`name_spans`) and each character's `name_margin`."""
     pos, tok_of, first, cp, whash = _sequence(starts, lens, codes, sur_t.shape[0])
     n = cp.shape[0]
     nl = trans.shape[0]
@@ -146,7 +147,7 @@ def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, tr
     for i in range(n):
         _row(i, o, cp, pos, tok_of, first, lens, tcode, whash, sur_t, sur2_t, giv_t, mask, c, s, s2, g)
         _emission(o, table, scale, e[i])
-    return pos, _decode(e, trans), e
+    return pos, name_spans(_decode(e, trans), pos), name_margin(e, trans)
 
 
 @njit(cache=True)

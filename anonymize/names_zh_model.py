@@ -73,14 +73,20 @@ def _kernels():
     return names_zh_kernels
 
 
-@functools.cache
-def _tag_code(tag: str) -> int:
-    return int.from_bytes(tag.encode()[:8].ljust(8, b"\0"), "little") | 1 << 62
+class _TagCodes(dict):
+    """jieba's tags (a small closed set) to the 64-bit codes the features hash them by."""
+
+    def __missing__(self, tag: str) -> int:
+        code = self[tag] = int.from_bytes(tag.encode()[:8].ljust(8, b"\0"), "little") | 1 << 62
+        return code
+
+
+_tag_code = _TagCodes().__getitem__
 
 
 def _inputs(text: str, toks: _Tokens) -> tuple:
     starts = np.array(toks.start, dtype=np.int64)
-    lens = np.array(toks.end, dtype=np.int64) - starts
+    lens = np.fromiter(map(len, toks.word), dtype=np.int64, count=len(toks.word))
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     tcode = np.fromiter(map(_tag_code, toks.tag), dtype=np.uint64, count=len(toks.tag))
     return (starts, lens, codes, tcode, *gazetteer_tables(), _MASK)
@@ -145,12 +151,11 @@ class Tagged:
     """What the tagger says of a text: the names it finds (`spans`, [start, end) in the text;
     none crosses a gap between runs), and, asked, how plausible a name is elsewhere."""
 
-    __slots__ = ("spans", "_text_len", "_pos", "_emissions", "_trans", "_margin", "_margin_list")
+    __slots__ = ("spans", "_text_len", "_pos", "_margin_at", "_margin", "_margin_list")
 
-    def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, emissions: np.ndarray,
-                 trans: np.ndarray) -> None:
+    def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, margin_at: np.ndarray) -> None:
         self.spans = spans
-        self._text_len, self._pos, self._emissions, self._trans = text_len, pos, emissions, trans
+        self._text_len, self._pos, self._margin_at = text_len, pos, margin_at
         self._margin: np.ndarray | None = None
         self._margin_list: list[float] | None = None
 
@@ -158,18 +163,17 @@ class Tagged:
     def margin(self) -> np.ndarray:
         """Per position of the text, how far below the best labelling the best one with a name
         there scores: 0 inside the names found; +inf where the tagger saw nothing (outside the
-        Chinese runs: it has no say there). Computed on first use."""
+        Chinese runs: it has no say there)."""
         if self._margin is None:
             self._margin = np.full(self._text_len, np.inf)
-            if len(self._pos):
-                self._margin[self._pos] = _kernels().name_margin(self._emissions, self._trans)
+            self._margin[self._pos] = self._margin_at
         return self._margin
 
     @property
     def peak(self) -> float:
         """The highest margin anywhere the tagger read (0 where it found a name; -inf where it
         read nothing): a name inside its runs is at least this much less plausible."""
-        return float(self.margin[self._pos].max()) if len(self._pos) else -np.inf
+        return float(self._margin_at.max()) if len(self._pos) else -np.inf
 
     @property
     def margin_list(self) -> list[float]:
@@ -186,11 +190,11 @@ class Tagged:
 
 def tag_text(text: str, toks: _Tokens) -> Tagged:
     """The tagger's names in `text`, over its Chinese runs (jieba's tokens `toks`)."""
-    m = model()
     if not toks.word:
-        return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros((0, len(LABELS))), m.trans)
-    pos, labels, e = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
-    return Tagged(_name_spans(labels, pos), len(text), pos, e, m.trans)
+        return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros(0))
+    m = model()
+    pos, spans, margin_at = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    return Tagged(list(map(tuple, spans.tolist())), len(text), pos, margin_at)
 
 
 def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:
