@@ -212,25 +212,58 @@ def _glued_list(text: str, out: list[Span], n0: int, tagged: Tagged) -> None:
     read again together with what lies between; where that splits whole into names of a
     surname and one or two given characters, those are the names (何竹康/何其宗 between two, and
     白清/才 where jieba and the tagger cut 白清才 short). A name glued to another is so read
-    with the characters after or before it, up to the end of the run (…刘方仁刘中一, …）."""
-    done = 0
-    while True:
-        found = _merged(out, n0)
-        for x in range(len(found) - 1):
-            (a, b), (a2, b2) = found[x], found[x + 1]
-            if a < done or not 0 <= a2 - b <= _CN_LIST_GAP or not _plain(text, b, a2):
-                continue
+    with the characters after or before it, up to the end of the run (…刘方仁刘中一, …）).
+    One pass from left to right: each pair is read with what the pair before it left."""
+    found = _merged(out, n0)
+    m = len(found)
+    if m < 2:
+        return
+    regions: list[tuple[int, int]] = []  # where names were read again, left to right
+    pieces: list[Span] = []
+    cur, before = found[0], -1  # the name read last, and the end of the one before it
+    for x in range(1, m):
+        (a, b), (a2, b2) = cur, found[x]
+        split = None
+        if 0 <= a2 - b <= _CN_LIST_GAP and _plain(text, b, a2):
             stretches = [(a, b2)] if a2 > b else []
             if a2 == b:  # touching: the ends of the list
-                if x == 0 or found[x - 1][1] != a:
-                    stretches.append((_run_edge(text, a, -1), b))
-                if x + 2 == len(found) or found[x + 2][0] != b2:
-                    stretches.append((a2, _run_edge(text, b2, 1)))
-            if any(_resplit(text, out, n0, tagged, s, e) for s, e in stretches if e - s > (b - a) and e - s > (b2 - a2)):
-                done = a + 1
-                break
-        else:
-            return
+                if before != a:
+                    stretches.append((max(_run_edge(text, a, -1), before, 0), b))
+                after = found[x + 1][0] if x + 1 < m else len(text)
+                if after != b2:
+                    stretches.append((a2, min(_run_edge(text, b2, 1), after)))
+            for s, e in stretches:
+                if e - s > b - a and e - s > b2 - a2:
+                    lens = _list_split(text, tagged, s, e)
+                    if lens is not None:
+                        split = (s, e, lens)
+                        break
+        if split is None or split[1] == b:  # (none, or the list's start read again: go on)
+            if split is not None:
+                _add_pieces(split, regions, pieces)
+            cur, before = found[x], b
+            continue
+        last = _add_pieces(split, regions, pieces)
+        cur, before = (last.start, last.end), last.start if last.start > split[0] else before
+    if regions:
+        starts = [s for s, _ in regions]
+        out[n0:] = [sp for sp in out[n0:] if not _in_regions(regions, starts, sp)]
+        out.extend(pieces)
+
+
+def _add_pieces(split: tuple[int, int, list[int]], regions: list[tuple[int, int]], pieces: list[Span]) -> Span:
+    """Record the names a stretch split into; the last one."""
+    s, e, lens = split
+    regions.append((s, e))
+    for k in lens:
+        pieces.append(Span(s, s + k, PERSON))
+        s += k
+    return pieces[-1]
+
+
+def _in_regions(regions: list[tuple[int, int]], starts: list[int], sp: Span) -> bool:
+    k = bisect.bisect_right(starts, sp.start) - 1
+    return (k >= 0 and regions[k][1] > sp.start) or (k + 1 < len(regions) and regions[k + 1][0] < sp.end)
 
 
 def _merged(out: list[Span], n0: int) -> list[tuple[int, int]]:
@@ -244,18 +277,19 @@ def _merged(out: list[Span], n0: int) -> list[tuple[int, int]]:
     return found
 
 
-def _resplit(text: str, out: list[Span], n0: int, tagged: Tagged, s: int, e: int) -> bool:
-    """Where text[s:e] splits whole into plausible names, they replace what was found there."""
-    if not _plain(text, s, e):
-        return False
-    pieces = _split_list(text[s:e])
-    if pieces is None or not _plausible_all(tagged, s, pieces):
-        return False
-    out[n0:] = [sp for sp in out[n0:] if sp.end <= s or sp.start >= e]
-    for k in pieces:
-        out.append(Span(s, s + k, PERSON))
-        s += k
-    return True
+def _list_split(text: str, tagged: Tagged, s: int, e: int) -> list[int] | None:
+    """The lengths of the names text[s:e] splits into whole (_split_list), where the tagger does
+    not rule any of them out by more than the context threshold; None otherwise. (The caller
+    saw that what lies between or beside the names found is plain.)"""
+    lens = _split_list(text[s:e])
+    if lens is None:
+        return None
+    p = s
+    for k in lens:
+        if not tagged.plausible(p, p + k, _CN_CONTEXT_CONFIRM):
+            return None
+        p += k
+    return lens
 
 
 def _plain(text: str, a: int, b: int) -> bool:
@@ -274,14 +308,6 @@ def _run_edge(text: str, i: int, step: int) -> int:
             return j
         j += step
     return j if (j == 0 or j == n) and abs(j - i) <= _CN_LIST_GAP else i
-
-
-def _plausible_all(tagged: Tagged, s: int, pieces: list[int]) -> bool:
-    for k in pieces:
-        if not tagged.plausible(s, s + k, _CN_CONTEXT_CONFIRM):
-            return False
-        s += k
-    return True
 
 
 def _split_list(run: str) -> list[int] | None:
