@@ -554,8 +554,13 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     a mention right after an escape (\\n, \\") or right before one counts as it does in the
     decoded string. `lo`: lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
+    cjk = [w for w in words if is_cjk(w[0])]
+    if len(cjk) > _MANY_CJK:
+        _cjk_mentions(text, cjk, found)
     for w in words:
         if is_cjk(w[0]):
+            if len(cjk) > _MANY_CJK:
+                continue
             n = len(w)
             p = text.find(w)
             while p >= 0:
@@ -587,6 +592,23 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
             out.append((s, -neg_end))
             pos = -neg_end
     return out
+
+
+_MANY_CJK = 16  # more Chinese names than this are looked for in one pass over the text
+
+
+def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]) -> None:
+    """mention_spans' Chinese part for many names (a body listing thousands): one pass over the
+    positions where a name's first character stands, instead of a search per name."""
+    wanted = set(names)
+    lengths: dict[str, set[int]] = {}
+    for w in wanted:
+        lengths.setdefault(w[0], set()).add(len(w))
+    for m in re.finditer("[" + re.escape("".join(lengths)) + "]", text):
+        p = m.start()
+        for n in lengths[m.group()]:
+            if p + n <= len(text) and text[p : p + n] in wanted and not is_doctrine(text, p, p + n):
+                found.append((p, 2, -(p + n)))
 
 
 def mentions(text: str, words: set[str], out: list[Span]) -> None:

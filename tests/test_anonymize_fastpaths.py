@@ -11,6 +11,7 @@ import re
 import pytest
 
 from shadowreplay.anonymize.gazetteer import ENGLISH_WORDS
+from shadowreplay.anonymize import names
 from shadowreplay.anonymize.names import _code_line, _prev_word, mention_spans
 
 
@@ -58,6 +59,20 @@ def test_agrees_with_the_rules_written_as_a_regex(json_text):
     for _ in range(3000):
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 14)))
         assert mention_spans(text, words, json_text) == oracle(text, words, json_text), text
+
+
+def test_many_chinese_names_are_found_in_one_pass_as_one_by_one():
+    """Past _MANY_CJK Chinese names (a body listing thousands) mention_spans scans the text once
+    instead of searching for each name: the same mentions, the oracle's."""
+    rnd = random.Random(5)
+    surnames, given = "王李张刘陈杨赵黄周吴欧", "芳伟娜强磊军洋勇艳杰娟涛明超阳"
+    cjk = {s + g for s in surnames for g in given[:3]} | {s + g + h for s in surnames[:4] for g in given[3:6] for h in given[6:8]}
+    assert len(cjk) > names._MANY_CJK
+    words = cjk | {"Lena", "Nakamura"}
+    alphabet = sorted(cjk) + list(surnames + given) + ["Lena", "lena", " ", "的", "，", "x", "\n"]
+    for _ in range(300):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 40)))
+        assert mention_spans(text, words) == oracle(text, words, False), text
 
 
 def test_a_rare_word_taken_for_a_name_is_not_searched_elsewhere():
