@@ -555,20 +555,10 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     decoded string. `lo`: lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
     cjk = [w for w in words if is_cjk(w[0])]
-    if len(cjk) > _MANY_CJK:
+    if cjk:
         _cjk_mentions(text, cjk, found)
     for w in words:
-        if is_cjk(w[0]):
-            if len(cjk) > _MANY_CJK:
-                continue
-            n = len(w)
-            p = text.find(w)
-            while p >= 0:
-                if not is_doctrine(text, p, p + n):
-                    found.append((p, 2, -(p + n)))
-                p = text.find(w, p + 1)
-            continue
-        if not _listed(w):
+        if is_cjk(w[0]) or not _listed(w):
             continue
         if w.lower() in ENGLISH_WORDS:
             rank, hay, needle = 1, text, w
@@ -598,8 +588,18 @@ _MANY_CJK = 16  # more Chinese names than this are looked for in one pass over t
 
 
 def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]) -> None:
-    """mention_spans' Chinese part for many names (a body listing thousands): one pass over the
-    positions where a name's first character stands, instead of a search per name."""
+    """mention_spans' Chinese part: every mention of the names anywhere in `text` but where one
+    begins a doctrine named after its person. A few are each searched for; many (a body listing
+    thousands) in one pass over the positions where a name's first character stands."""
+    if len(names) <= _MANY_CJK:
+        for w in names:
+            n = len(w)
+            p = text.find(w)
+            while p >= 0:
+                if not is_doctrine(text, p, p + n):
+                    found.append((p, 2, -(p + n)))
+                p = text.find(w, p + 1)
+        return
     wanted = set(names)
     lengths: dict[str, set[int]] = {}
     for w in wanted:
