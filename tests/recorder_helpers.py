@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,53 @@ def rows_by_header(rows: list[dict], name: str = "x-test-id") -> dict[str, dict]
         if name in h:
             out[h[name]] = r
     return out
+
+
+def _threads_of_session(sid: int) -> list[int]:
+    tids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if os.getsid(int(p)) == sid:
+                tids += [int(t) for t in os.listdir(f"/proc/{p}/task")]
+        except OSError:  # gone meanwhile
+            continue
+    return tids
+
+
+def _pin(tids: list[int], cpus: set[int]) -> None:
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+@contextmanager
+def engine_apart(engine_pid: int | None):
+    """Runs the block with the shadow engine (every process of the session `engine_pid` leads)
+    on the first half of this machine's CPUs and this test process, with the proxies it starts
+    in the block, on the other half; restores both afterwards.
+
+    For the checks that compare the client's timings with the proxy's: in production the proxy
+    and the engine run on different hosts. On a 2-CPU machine a vLLM for the CPU keeps a core
+    busy while it serves (its worker polls for a second after each step) and the kernel shares
+    CPU time between sessions first (autogroups), so a mitmdump sharing those cores now and then
+    waits 50-100 ms for a CPU between two packets: a hop that is not the recorder's."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if engine_pid is None or len(cpus) < 2:
+        yield
+        return
+    everything = set(cpus)
+    half = len(cpus) // 2
+    sid = os.getsid(engine_pid)
+    assert sid != os.getsid(0), "the engine must run in a session of its own"
+    _pin(_threads_of_session(sid), set(cpus[:half]))
+    own = [int(t) for t in os.listdir("/proc/self/task")]
+    _pin(own, set(cpus[half:]))
+    try:
+        yield
+    finally:
+        _pin([int(t) for t in os.listdir("/proc/self/task")], everything)
+        _pin(_threads_of_session(sid), everything)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.conftest import free_port
-from tests.recorder_helpers import Proxy, read_requests, rows_by_header
+from tests.recorder_helpers import Proxy, engine_apart, read_requests, rows_by_header
 from tests.test_recorder_proxy import stream_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
@@ -25,8 +25,9 @@ def test_records_real_vllm_streams_usage_and_metrics(tmp_path, vllm_python, key_
     engine = VllmServer(cfg, tmp_path / "vllm.log", python=vllm_python).start()
     try:
         engine.wait_ready(timeout_s=780)  # startup is 60-90 s alone, minutes on a busy shared machine
-        with Proxy(engine.url, out, key_file, free_port(), shadowreplay_metrics_url=engine.metrics_url,
-                   shadowreplay_metrics_interval="0.2") as proxy:
+        with engine_apart(engine.pid), Proxy(engine.url, out, key_file, free_port(),
+                                             shadowreplay_metrics_url=engine.metrics_url,
+                                             shadowreplay_metrics_interval="0.2") as proxy:
             seen = {}
             with httpx.Client(base_url=proxy.url, timeout=120) as c:
                 assert c.get("/v1/models", headers={"x-test-id": "warm"}).status_code == 200  # warm connection

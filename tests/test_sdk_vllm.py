@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from tests.conftest import free_port
-from tests.recorder_helpers import Proxy, read_requests, rows_by_header
+from tests.recorder_helpers import Proxy, engine_apart, read_requests, rows_by_header
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -202,7 +202,7 @@ def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm
 
     srv, model_dir = tiny_vllm
     out = tmp_path / "rec"
-    with Proxy(srv.url, out, key_file, free_port()) as proxy:
+    with engine_apart(srv.pid), Proxy(srv.url, out, key_file, free_port()) as proxy:
         hooks = {"request": [on_request]}
 
         def clients(base: str):
