@@ -172,10 +172,21 @@ def _threads_of_session(sid: int) -> list[int]:
     return tids
 
 
-def _pin(tids: list[int], cpus: set[int]) -> None:
+def _affinities(tids: list[int]) -> dict[int, set[int]]:
+    out = {}
     for tid in tids:
         try:
-            os.sched_setaffinity(tid, cpus)
+            out[tid] = os.sched_getaffinity(tid)
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return out
+
+
+def _pin(tids: list[int], cpus: set[int], before: dict[int, set[int]] | None = None) -> None:
+    """Each thread on `cpus`; with `before`, back on the CPUs it had (new ones on `cpus`)."""
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, (before or {}).get(tid, cpus))
         except OSError:  # a thread that ended meanwhile
             pass
 
@@ -184,7 +195,7 @@ def _pin(tids: list[int], cpus: set[int]) -> None:
 def engine_apart(engine_pid: int | None):
     """Runs the block with the shadow engine (every process of the session `engine_pid` leads)
     on the first half of this machine's CPUs and this test process, with the proxies it starts
-    in the block, on the other half; restores both afterwards.
+    in the block, on the other half; then gives every thread back the CPUs it had.
 
     For the checks that compare the client's timings with the proxy's: in production the proxy
     and the engine run on different hosts. On a 2-CPU machine a vLLM for the CPU keeps a core
@@ -195,15 +206,16 @@ def engine_apart(engine_pid: int | None):
     if engine_pid is None or len(cpus) < 2:
         yield
         return
-    everything = set(cpus)
     half = len(cpus) // 2
     sid = os.getsid(engine_pid)
     assert sid != os.getsid(0), "the engine must run in a session of its own"
-    _pin(_threads_of_session(sid), set(cpus[:half]))
+    engine = _threads_of_session(sid)
     own = [int(t) for t in os.listdir("/proc/self/task")]
+    engine_before, own_before = _affinities(engine), _affinities(own)
+    _pin(engine, set(cpus[:half]))
     _pin(own, set(cpus[half:]))
     try:
         yield
     finally:
-        _pin([int(t) for t in os.listdir("/proc/self/task")], everything)
-        _pin(_threads_of_session(sid), everything)
+        _pin([int(t) for t in os.listdir("/proc/self/task")], set(cpus), own_before)
+        _pin(_threads_of_session(sid), engine_before.get(engine_pid, set(cpus)), engine_before)
