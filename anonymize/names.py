@@ -557,9 +557,13 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     cjk = [w for w in words if is_cjk(w[0])]
     if cjk:
         _cjk_mentions(text, cjk, found)
-    for w in words:
-        if is_cjk(w[0]) or not _listed(w):
-            continue
+    latin = [w for w in words if not is_cjk(w[0]) and _listed(w)]
+    if len(latin) > _MANY_LATIN:
+        if lo is None:
+            lo = lower_same_length(text)
+        _latin_runs(text, lo, [w for w in latin if w.isalnum()], json_text, found)
+        latin = [w for w in latin if not w.isalnum()]
+    for w in latin:
         if w.lower() in ENGLISH_WORDS:
             rank, hay, needle = 1, text, w
         else:
@@ -585,6 +589,29 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
 
 
 _MANY_CJK = 16  # more Chinese names than this are looked for in one pass over the text
+_MANY_LATIN = 32  # more Latin-script name words than this are looked for in one pass over the text
+_ALNUM_RUN = re.compile(r"[^\W_]+")  # a run of what _edge_before and _edge_after take for word characters
+
+
+def _latin_runs(text: str, lo: str, words: list[str], json_text: bool, found: list[tuple[int, int, int]]) -> None:
+    """mention_spans' part for many Latin-script words of letters and digits only (a body listing
+    a thousand names), in one pass over the runs of such characters in `text` (`lo`: its
+    lower_same_length). A mention of such a word starts where a run starts (or, in JSON text,
+    right after the escape glued to its front: \\n, \\u00e9) and ends where it ends, so each
+    run is looked up instead of each word searched for."""
+    folded = {w.lower() for w in words if w.lower() not in ENGLISH_WORDS}
+    plain = {w for w in words if w.lower() in ENGLISH_WORDS}
+    offsets = (0, 1, 5) if json_text else (0,)
+    for m in _ALNUM_RUN.finditer(text):
+        a, b = m.span()
+        for d in offsets:
+            p = a + d
+            if p >= b:
+                break
+            if lo[p:b] in folded and _edge_before(text, p, json_text) and _edge_after(text, b, json_text):
+                found.append((p, 0, -b))
+            if text[p:b] in plain and _edge_before(text, p, json_text) and _edge_after(text, b, json_text):
+                found.append((p, 1, -b))
 
 
 def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]) -> None:

@@ -75,6 +75,30 @@ def test_many_chinese_names_are_found_in_one_pass_as_one_by_one():
         assert mention_spans(text, words) == oracle(text, words, False), text
 
 
+@pytest.mark.parametrize("json_text", [False, True])
+def test_many_latin_names_are_looked_for_as_one_by_one(json_text):
+    """Past _MANY_LATIN name words (a body listing a thousand names) mention_spans looks up each
+    run of letters and digits instead of searching for each word: the same mentions, the
+    oracle's, hyphenated and apostrophed names (still searched for) among them."""
+    from faker import Faker
+
+    rnd = random.Random(11 + json_text)
+    fake = Faker("en_US")
+    fake.seed_instance(3)
+    latin = {fake.first_name() for _ in range(60)} | {fake.last_name() for _ in range(60)}
+    latin |= {"Will", "Grace", "Whitfield-Barnes", "O'Brien", "Ann", "Anna"}
+    latin = {w for w in latin if names._listed(w)}
+    assert len(latin) > names._MANY_LATIN
+    words = latin | {"王芳"}
+    pool = sorted(latin)
+    alphabet = pool + [w.lower() for w in pool[:20]] + [w.upper() for w in pool[20:30]] + [
+        "will", "Whitfield", "Barnes", "O'", " ", " ", ".", "-", "_", "(", "@", "/", "\\", "\\n", "\\u00e9",
+        "\\\\", "x", "9", "'s", "\n", "\"", "王芳"]
+    for _ in range(1500):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 30)))
+        assert mention_spans(text, words, json_text) == oracle(text, words, json_text), text
+
+
 def test_a_rare_word_taken_for_a_name_is_not_searched_elsewhere():
     # (a capitalised word in no name list may be an identifier: class Iterable)
     assert mention_spans("Iterable iterable", {"Iterable"}) == []
