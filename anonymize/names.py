@@ -564,7 +564,7 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
         _latin_runs(text, lo, [w for w in latin if w.isalnum()], json_text, found)
         latin = [w for w in latin if not w.isalnum()]
     for w in latin:
-        if w.lower() in ENGLISH_WORDS:
+        if not _any_case(w):
             rank, hay, needle = 1, text, w
         else:
             if lo is None:
@@ -599,8 +599,8 @@ def _latin_runs(text: str, lo: str, words: list[str], json_text: bool, found: li
     lower_same_length). A mention of such a word starts where a run starts (or, in JSON text,
     right after the escape glued to its front: \\n, \\u00e9) and ends where it ends, so each
     run is looked up instead of each word searched for."""
-    folded = {w.lower() for w in words if w.lower() not in ENGLISH_WORDS}
-    plain = {w for w in words if w.lower() in ENGLISH_WORDS}
+    folded = {w.lower() for w in words if _any_case(w)}
+    plain = {w for w in words if not _any_case(w)}
     offsets = (0, 1, 5) if json_text else (0,)
     for m in _ALNUM_RUN.finditer(text):
         a, b = m.span()
@@ -612,6 +612,11 @@ def _latin_runs(text: str, lo: str, words: list[str], json_text: bool, found: li
                 found.append((p, 0, -b))
             if text[p:b] in plain and _edge_before(text, p, json_text) and _edge_after(text, b, json_text):
                 found.append((p, 1, -b))
+
+
+def _any_case(word: str) -> bool:
+    """Whether mention_spans matches a name word in any case: all but English words ("Will")."""
+    return word.lower() not in ENGLISH_WORDS
 
 
 def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]) -> None:
