@@ -22,6 +22,22 @@ def is_cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\U00020000" <= ch <= "\U0002ffff"
 
 
+def is_hangul(ch: str) -> bool:
+    """A Hangul syllable (Korean)."""
+    return "\uac00" <= ch <= "\ud7a3"
+
+
+def is_kana(ch: str) -> bool:
+    """A hiragana or katakana letter (Japanese), the prolonged sound mark included."""
+    return "\u3041" <= ch <= "\u30fa" or ch == "\u30fc"
+
+
+def unspaced_name_char(ch: str) -> bool:
+    """A character of a script that writes names without spaces around them (Chinese, Japanese,
+    Korean, where particles glue to a name): a mention of such a name is looked for anywhere."""
+    return is_cjk(ch) or is_hangul(ch) or is_kana(ch) or ch == "\u3005"
+
+
 def digit_like(ch: str, d: int) -> str:
     """Digit `d` written in the same digit script as `ch` (ASCII, full-width, ...)."""
     if "0" <= ch <= "9":
@@ -48,6 +64,8 @@ def letter_like(ch: str, new_ascii: str) -> str:
 
 
 _D10 = "0123456789"
+HIRAGANA = "あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわ"
+KATAKANA = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワ"
 _CV_UPPER = (_CONS_L.upper(), _VOW_L.upper())
 _CV_LOWER = (_CONS_L, _VOW_L)
 
@@ -80,6 +98,15 @@ def fill(orig: str, rng, *, pronounceable: bool = False, hex_letters: bool = Fal
         elif ch.isalpha():
             if is_cjk(ch):
                 append(CN_GIVEN_CHARS[(b * 257 + rng.randrange(256)) % len(CN_GIVEN_CHARS)])
+                continue
+            if is_hangul(ch):  # Hangul stays Hangul, kana stays kana of the same kind
+                append(chr(0xAC00 + (b * 256 + rng.randrange(256)) % 11172))
+                continue
+            if "\u3041" <= ch <= "\u3093":
+                append(HIRAGANA[b % len(HIRAGANA)])
+                continue
+            if "\u30a1" <= ch <= "\u30f3":
+                append(KATAKANA[b % len(KATAKANA)])
                 continue
             new = _HEX_L[b % 6] if hex_letters else _LOWER[b % 26]
             if 0xFF21 <= o <= 0xFF5A:

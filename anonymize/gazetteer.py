@@ -227,3 +227,78 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
     Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun""".split()
 )
+
+
+# ---------------------------------------------------------------- Japanese and Korean names
+# Built on first use (Japanese or Korean text), so a process that never sees any never pays.
+
+
+def _data_lines(name: str) -> list[str]:
+    import importlib.resources
+
+    text = importlib.resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+@functools.cache
+def _zipf(lang: str) -> dict[str, float]:
+    """wordfreq's zipf frequency of each word of `lang` at least as frequent as zipf 3.0."""
+    import math
+
+    from wordfreq import get_frequency_dict
+
+    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict(lang).items() if f >= 10**-6}
+
+
+def ja_zipf(word: str) -> float:
+    """How common `word` is in Japanese text (wordfreq's zipf; 0 when rarer than zipf 3)."""
+    return _zipf("ja").get(word, 0.0)
+
+
+def ko_zipf(word: str) -> float:
+    """How common `word` is in Korean text (wordfreq's zipf, by its morphemes; 0 when rarer)."""
+    return _zipf("ko").get(word, 0.0)
+
+
+@functools.cache
+def ja_surnames() -> frozenset[str]:
+    """Japanese surnames in kanji: Faker ja_JP's and the common ones in data/ja_surnames.txt."""
+    from faker.providers.person.ja_JP import Provider as _Ja
+
+    return frozenset([p[0] for p in _Ja.last_name_pairs] + _data_lines("ja_surnames.txt"))
+
+
+@functools.cache
+def ja_given() -> frozenset[str]:
+    """Japanese given names (kanji or kana): Faker ja_JP's and data/ja_given.txt."""
+    from faker.providers.person.ja_JP import Provider as _Ja
+
+    pairs = list(_Ja.first_name_female_pairs) + list(_Ja.first_name_male_pairs)
+    return frozenset([p[0] for p in pairs] + [p[1] for p in pairs] + _data_lines("ja_given.txt"))
+
+
+# Korean surnames: Faker ko_KR's (the most common 44) are enough alone; the others only beside
+# an honorific or a cue (several are common syllables: 도, 방, 공).
+KO_SURNAMES_RARE = frozenset("현 원 천 방 공 함 변 염 여 추 석 선 설 길 표 채 맹 탁 봉 왕 금 옥 육 마 도 소 기 예 용 인 편 국".split())
+KO_SURNAMES_2 = frozenset("남궁 황보 제갈 선우 독고 사공 서문".split())
+
+
+@functools.cache
+def ko_surnames() -> frozenset[str]:
+    from faker.providers.person.ko_KR import Provider as _Ko
+
+    return frozenset(_Ko.last_names)
+
+
+@functools.cache
+def ko_given() -> frozenset[str]:
+    """Korean given names: Faker ko_KR's and data/ko_given.txt."""
+    from faker.providers.person.ko_KR import Provider as _Ko
+
+    return frozenset(list(_Ko.first_names) + _data_lines("ko_given.txt"))
+
+
+@functools.cache
+def ko_given_syllables() -> frozenset[str]:
+    """The syllables of the listed Korean given names."""
+    return frozenset(c for n in ko_given() for c in n)

@@ -26,7 +26,9 @@ from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
     NOT_PERSON_WORDS, TITLES, german_words,
 )
-from .charclass import ASCII_LETTERS, is_cjk
+from .charclass import ASCII_LETTERS, is_cjk, unspaced_name_char
+from .names_ja import KANA, find_japanese_names, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
+from .names_ko import HANGUL_RUN, find_korean_names, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
 
@@ -481,14 +483,27 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
         if _CAPITAL.search(text):
             _latin(text, out)
     if not ascii_text:
+        n0 = len(out)
         find_chinese_names(text, out)
+        if KANA.search(text) is not None:  # Japanese: the Chinese path's words of Japanese dropped
+            if len(out) > n0:
+                out[n0:] = [sp for sp in out[n0:] if not japanese_word(text[sp.start : sp.end])]
+            find_japanese_names(text, out)
+        if HANGUL_RUN.search(text) is not None:
+            find_korean_names(text, out)
 
 
 def name_words(name: str) -> list[str]:
     """The words of a detected name that identify the person on their own (no titles, no
     initials): "Dr. Eleanor R. Whitfield-Barnes" -> Eleanor, Whitfield-Barnes."""
-    if any(is_cjk(c) for c in name):
-        return [name] if len(name) >= 2 else []
+    if any(unspaced_name_char(c) for c in name):
+        if len(name) < 2:
+            return []
+        if HANGUL_RUN.match(name):
+            return [name, *korean_name_parts(name)]
+        if KANA.search(name) or ja_surname_len(name) >= 2:
+            return [name, *japanese_name_parts(name)]
+        return [name]
     out = []
     for w in name.replace("\u00a0", " ").split():
         w = w.rstrip(".,")
@@ -554,10 +569,10 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     a mention right after an escape (\\n, \\") or right before one counts as it does in the
     decoded string. `lo`: lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
-    cjk = [w for w in words if is_cjk(w[0])]
+    cjk = [w for w in words if unspaced_name_char(w[0])]
     if cjk:
         _cjk_mentions(text, cjk, found)
-    latin = [w for w in words if not is_cjk(w[0]) and _listed(w)]
+    latin = [w for w in words if not unspaced_name_char(w[0]) and _listed(w)]
     if len(latin) > _MANY_LATIN:
         if lo is None:
             lo = lower_same_length(text)
@@ -669,8 +684,10 @@ def looks_like_name(value: str) -> bool:
     v = value.strip()
     if not v or len(v) > 64:
         return False
-    if any(is_cjk(c) for c in v):
-        return 2 <= len(v) <= 12 and all(is_cjk(c) or c in DOTS for c in v) and (bool(surname_len(v)) or any(c in DOTS for c in v))
+    if any(unspaced_name_char(c) for c in v):
+        if 2 <= len(v) <= 12 and all(is_cjk(c) or c in DOTS for c in v) and (bool(surname_len(v)) or any(c in DOTS for c in v)):
+            return True
+        return looks_like_korean_name(v) or looks_like_japanese_name(v)
     if not _NAME_VALUE.fullmatch(v):
         return False
     named = False

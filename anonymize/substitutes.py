@@ -13,8 +13,10 @@ import re
 import unicodedata
 
 from . import detectors as D
-from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk
+from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk, is_hangul, is_kana
 from .keyedhash import KeyedSHA256
+from .names_ja import ja_name, ja_surname_len
+from .names_ko import ko_name
 from .keyedrandom import KeyedRandom
 from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
@@ -222,6 +224,10 @@ class Substituter:
         return fill(orig, rng)
 
     def _sub_person(self, orig: str, norm: str, rng: KeyedRandom) -> str:
+        if any(is_hangul(c) for c in orig):
+            return ko_name(orig, self._part_rng)
+        if any(is_kana(c) or c == "\u3005" for c in orig) or (is_cjk(orig[0]) and ja_surname_len(orig) >= 2):
+            return ja_name(orig, self._part_rng)
         if any(is_cjk(c) for c in orig):
             return self._cn_name(orig, rng)
         out = []
@@ -261,6 +267,10 @@ class Substituter:
         new = "".join(out)
         self._remember(("name_word", word), new)
         return new
+
+    def _part_rng(self, kind: str, part: str) -> KeyedRandom:
+        """The generator for one part of a name (a surname, a given name), keyed by the part alone."""
+        return self.rng(kind, unicodedata.normalize("NFKC", part))
 
     def _cn_name(self, orig: str, rng: KeyedRandom) -> str:
         out = []

@@ -1,0 +1,188 @@
+"""Japanese person names (kanji, kana), in text that has kana (Japanese text).
+
+The Chinese path (names_zh) also reads the kanji of Japanese text; this one adds what only
+Japanese has: a name is
+
+* a listed surname and a listed given name, in kanji or kana (山田花子, 鈴木一郎, 山田さゆり);
+* a listed surname, or a run of kanji that is not a common word, before an honorific or title
+  (佐藤さん, 山田花子様, 田中部長, 森先生) or beside a cue (名前は…, 氏名：…, …と申します);
+* a run of katakana (a foreign name) that is not a common word, before an honorific or beside a
+  cue (スミスさん, ジョン・スミス様), and a listed given name in hiragana before one (さくらちゃん).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .charclass import HIRAGANA, KATAKANA
+from .gazetteer import ja_given, ja_surnames, ja_zipf
+from .spans import PERSON, Span
+
+KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")  # hiragana, katakana: the text is Japanese
+_KANJI_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u3005]+")  # (々: 佐々木)
+_KATAKANA_RUN = re.compile("[\u30a1-\u30fa\u30fc]+(?:[\u30fb\uff65 ][\u30a1-\u30fa\u30fc]+)*")
+_HIRAGANA_RUN = re.compile("[\u3041-\u3096]+")
+_KANA_HONORIFIC = re.compile("さん|さま|くん|ちゃん")
+_KANA_HONORIFICS = ("さん", "さま", "くん", "ちゃん", "はん", "どの")
+# kanji honorifics and titles that follow a name, glued to its run (longest first)
+_KANJI_HONORIFICS = tuple(sorted(
+    "様 氏 君 殿 先生 教授 博士 准教授 部長 課長 社長 係長 室長 所長 院長 店長 会長 理事長 局長 次長 主任 選手 議員 "
+    "医師 弁護士 監督 容疑者 被告 代表 先輩 夫人 嬢".split(), key=len, reverse=True))
+_AFTER_CUE = re.compile("と(?:申します|申し上げます|いいます|言います|申す)")
+_BEFORE_CUE = re.compile(r"(?:(?:お名前|名前|氏名|担当者|患者名|顧客名|契約者|申込者|宛名|差出人)(?:は|：|:)|担当(?:者)?(?:の|は|：|:))[ \t]*$")
+# a run of kanji that ends so is a role, a body or a place, not a name (担当者様, 営業部長)
+_NOT_NAME_ENDS = frozenset("者員長社手師家屋士官医主人婦方生会部課店局所院校省庁府県市町村区国党側様殿客神皆")
+_COMMON = 4.0  # a run at least this common (wordfreq zipf) is a word
+_COMMON_KATAKANA = 4.3
+
+
+def japanese_word(s: str) -> bool:
+    """Is `s` (a name the Chinese path found in Japanese text) a common Japanese word, not a
+    listed surname (周辺, 定義, 寿命; not 佐藤)?"""
+    return ja_zipf(s) >= _JA_WORD and _surname_at(s) == 0
+
+
+_JA_WORD = 3.5
+
+
+def ja_surname_len(name: str) -> int:
+    """The length of the listed Japanese surname `name` starts with (the longest), or 0."""
+    return _surname_at(name)
+
+
+def _surname_at(run: str) -> int:
+    """The length of the listed surname `run` starts with (the longest), or 0."""
+    sur = ja_surnames()
+    for k in (4, 3, 2, 1):
+        if k <= len(run) and run[:k] in sur:
+            return k
+    return 0
+
+
+def _kanji_name(run: str, context: bool) -> int:
+    """The length of the name at the start of the kanji run `run`, or 0."""
+    s = _surname_at(run)
+    given = run[s:]
+    if s and given in ja_given():
+        return len(run)
+    if s and context and len(given) <= 3:
+        return len(run)
+    if context and 2 <= len(run) <= 4 and ja_zipf(run) < _COMMON and run[-1] not in _NOT_NAME_ENDS:
+        return len(run)
+    return 0
+
+
+def _kana_given_after(text: str, j: int) -> int:
+    """The length of a listed given name in kana that starts at `j` (山田|さゆり), or 0."""
+    given = ja_given()
+    for k in (5, 4, 3, 2):
+        if text[j : j + k] in given and (j + k >= len(text) or not _KANA_CONT.match(text, j + k)
+                                         or text.startswith(_KANA_HONORIFICS, j + k)):
+            return k
+    return 0
+
+
+_KANA_CONT = re.compile("[\u3041-\u3096]")  # (not a particle: a name does not go on in hiragana)
+
+
+def _honorific_after(text: str, j: int) -> bool:
+    return text.startswith(_KANA_HONORIFICS, j) or text.startswith(_KANJI_HONORIFICS, j)
+
+
+def find_japanese_names(text: str, out: list[Span]) -> None:
+    """Every Japanese person name in `text` (text with kana)."""
+    for m in _KANJI_RUN.finditer(text):
+        a, run = m.start(), m.group()
+        context = False
+        for h in _KANJI_HONORIFICS:
+            if len(run) > len(h) and run.endswith(h):
+                run, context = run[: -len(h)], True
+                break
+        end = a + len(run)
+        context = (context or _honorific_after(text, end) or _AFTER_CUE.match(text, end) is not None
+                   or _BEFORE_CUE.search(text, max(0, a - 8), a) is not None)
+        if len(run) > 7:  # a run of kanji that long is prose, not a name and its honorific
+            continue
+        k = _kanji_name(run, context)
+        if k:
+            out.append(Span(a, a + k, PERSON))
+        elif _surname_at(run) == len(run):
+            g = _kana_given_after(text, end)  # 山田さゆり
+            if g:
+                out.append(Span(a, end + g, PERSON))
+    for m in _KATAKANA_RUN.finditer(text):
+        a, b = m.span()
+        if b - a < 2:
+            continue
+        if not (_honorific_after(text, b) or _AFTER_CUE.match(text, b) or _BEFORE_CUE.search(text, max(0, a - 8), a)):
+            continue
+        if ja_zipf(re.sub("[\u30fb\uff65 ]", "", m.group())) < _COMMON_KATAKANA:
+            out.append(Span(a, b, PERSON))
+    given = ja_given()
+    for m in _KANA_HONORIFIC.finditer(text):  # さくらちゃん: a listed given name in hiragana before one
+        p = m.start()
+        for k in (5, 4, 3, 2):
+            if k <= p and text[p - k : p] in given and _HIRAGANA_RUN.fullmatch(text, p - k, p):
+                out.append(Span(p - k, p, PERSON))
+                break
+
+
+def looks_like_japanese_name(value: str) -> bool:
+    """Could `value`, found under a name-like key, be a Japanese name (山田花子, 山田 花子,
+    さゆり, スズキ・イチロウ)?"""
+    s = re.sub("[ \u3000\u30fb\uff65]", "", value)
+    if not 2 <= len(s) <= 10:
+        return False
+    if _KANJI_RUN.fullmatch(s):
+        return _surname_at(s) > 0 and len(s) - _surname_at(s) <= 3
+    if re.fullmatch("[\u30a1-\u30fa\u30fc]+", s):
+        return ja_zipf(s) < _COMMON_KATAKANA
+    k = _surname_at(s)
+    return s in ja_given() or (k > 0 and s[k:] in ja_given())
+
+
+def ja_name(orig: str, rng_for) -> str:
+    """A substitute for the Japanese name `orig`: a listed surname of the same length for its
+    surname, kanji of listed given names for its other kanji, kana of the same kind for its
+    kana; separators kept. The surname and the given name are each drawn from
+    `rng_for(part_kind, part)` (a KeyedRandom), so 山田 alone gets the surname 山田花子 got."""
+    k = _surname_at(orig)
+    out = []
+    if k:
+        pool = _surnames_by_len().get(k)
+        r = rng_for("ja_surname", orig[:k])
+        out.append(r.choice(pool) if pool else "".join(r.choice(_given_kanji()) for _ in range(k)))
+    r = rng_for("ja_given", orig[k:])
+    for c in orig[k:]:
+        if "\u3041" <= c <= "\u3096":
+            out.append(r.choice(HIRAGANA))
+        elif "\u30a1" <= c <= "\u30fa":
+            out.append(r.choice(KATAKANA))
+        elif _KANJI_RUN.match(c):
+            out.append(r.choice(_given_kanji()))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+@functools.cache
+def _surnames_by_len() -> dict[int, tuple[str, ...]]:
+    out: dict[int, list[str]] = {}
+    for s in sorted(ja_surnames()):
+        out.setdefault(len(s), []).append(s)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@functools.cache
+def _given_kanji() -> tuple[str, ...]:
+    return tuple(sorted({c for n in ja_given() for c in n if _KANJI_RUN.match(c) and c != "\u3005"}))
+
+
+def japanese_name_parts(name: str) -> list[str]:
+    """The parts of a Japanese name that identify the person alone: its surname and its given
+    name, each of two characters or more and not a common word (山田花子 -> 山田, 花子)."""
+    k = _surname_at(name)
+    if not k or k == len(name):
+        return []
+    return [p for p in (name[:k], name[k:]) if len(p) >= 2 and ja_zipf(p) < _COMMON]

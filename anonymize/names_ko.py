@@ -1,0 +1,180 @@
+"""Korean person names in Hangul.
+
+Korean writes a word and its particles together (김민수가, 김민수씨는), so a name is the start of
+a run of Hangul syllables, the rest a particle, an honorific or both. A run's start is a name:
+
+* before an honorific or title (김민수 씨, 박지영 고객님, 이서연님, 최 과장님 needs a given
+  name: 최민호 과장님), or after a cue (이름: 정하늘, 제 이름은 이서연입니다, 담당자 한결):
+  a listed surname (or a rare one) and one or two given-name syllables, or a given name alone
+  (민수 씨), when the run is not a common word (아저씨, 하느님, 사장님);
+* on its own: a common surname and a listed given name (김민수가 왔다), when neither the name
+  nor the run is a common word.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .gazetteer import KO_SURNAMES_2, KO_SURNAMES_RARE, ko_given, ko_given_syllables, ko_surnames, ko_zipf
+from .spans import PERSON, Span
+
+HANGUL_RUN = re.compile("[\uac00-\ud7a3]+")
+
+# what follows a name in its run (longest first when matched): particles, the copula, honorifics
+_PARTICLES = (
+    "에게서 께서는 께서 에게 한테 이랑 이에요 입니다 이었다 이라고 라고 이다 이고 이며 이나 으로 처럼 보다 부터 까지 조차 마저 "
+    "예요 이가 이는 이를 이의 이도 이와 은 는 이 가 을 를 의 께 와 과 도 만 랑 야 아 로 나 여"
+).split()
+_HONORIFICS = (
+    "고객님 선생님 교수님 박사님 과장님 부장님 차장님 대리님 사장님 대표님 회장님 원장님 팀장님 실장님 이사님 "
+    "주임님 간호사님 기사님 작가님 감독님 변호사님 의원님 씨 님 군 양 선생 교수 박사 과장 부장 차장 대리 사장 대표 "
+    "회장 원장 팀장 실장 이사 주임 고객 환자 학생 기자 의원 변호사 간호사 작가 감독 선수"
+).split()
+_HONORIFICS.sort(key=len, reverse=True)
+# glued to the name, only these are honorifics (김민수씨, 이서연님); the others are words
+# on their own (민수 선생님) or ends of common words (정수기, 이사장)
+_GLUED = ("고객님", "선생님", "교수님", "과장님", "부장님", "팀장님", "대표님", "씨", "님")
+_CUE = re.compile(
+    r"(?:이름|성명|성함|담당자|고객명|환자명|수신인|발신인|보호자|작성자|신청인|예약자|수령인|받는 사람|보내는 사람)"
+    r"(?:은|는|이|:|：)?[ \t]*[:：]?[ \t]*$"
+)
+_I_AM = re.compile(r"(?:저는|나는|제가)[ \t]+$")
+_COPULA = ("입니다", "이에요", "예요", "이야", "야", "라고", "이라고", "이고")
+_EXTRA_GIVEN = frozenset("범찬용형효헌근택솔별율란화향애덕만문무배복부분산섭송신안양언열오완왕요운위의이임장전제조찬천초충치탁표필학해협홍황흥겸림률슬빛담")
+_COMMON_START = 4.5  # 지정자, 한정자: a common word (지정) before a given-name syllable is no surname
+_COMMON = 4.0  # a run or stem at least this common (wordfreq zipf) is a word, unless a listed name
+
+
+def _given_like(s: str) -> bool:
+    syl = ko_given_syllables()
+    return all(c in syl or c in _EXTRA_GIVEN for c in s)
+
+
+def _surname_len(stem: str, rare: bool) -> int:
+    if stem[:2] in KO_SURNAMES_2:
+        return 2
+    if stem[0] in ko_surnames() or (rare and stem[0] in KO_SURNAMES_RARE):
+        return 1
+    return 0
+
+
+def _word(s: str) -> bool:
+    return ko_zipf(s) >= _COMMON and s not in ko_given()
+
+
+def _rest_ok(rest: str) -> bool:
+    """What follows a name in its run: nothing, a particle, an honorific (and a particle)."""
+    if not rest:
+        return True
+    for h in _HONORIFICS:
+        if rest.startswith(h):
+            rest = rest[len(h):]
+            break
+    return not rest or rest in _PARTICLES
+
+
+def _with_context(run: str, glued_only: bool) -> int:
+    """The length of the name at the start of `run` (one with an honorific or cue beside it), or 0."""
+    if _word(run):
+        return 0
+    for k in (4, 3, 2):
+        if k > len(run):
+            continue
+        stem, rest = run[:k], run[k:]
+        if glued_only and not rest.startswith(_GLUED):
+            continue
+        if not _rest_ok(rest) or _word(stem):
+            continue
+        s = _surname_len(stem, rare=True)
+        if s and 1 <= k - s <= 2 and _given_like(stem[s:]):
+            return k
+        if k == 2 and (stem in ko_given() or (not s and _given_like(stem))):
+            return k
+    return 0
+
+
+def _alone(run: str) -> int:
+    """The length of a full name (common surname, listed given name) at the start of `run`, or 0."""
+    if _word(run):
+        return 0
+    for k in (4, 3):
+        if k > len(run):
+            continue
+        stem, rest = run[:k], run[k:]
+        s = _surname_len(stem, rare=False)
+        if (s and k - s == 2 and stem[s:] in ko_given() and _rest_ok(rest) and not _word(stem)
+                and ko_zipf(stem[: s + 1]) < _COMMON_START):
+            return k
+    return 0
+
+
+def _honorific_next(text: str, end: int) -> bool:
+    """Does an honorific word stand after the run ending at `end` (one space between)?"""
+    if not text.startswith(" ", end):
+        return False
+    m = HANGUL_RUN.match(text, end + 1)
+    return m is not None and _rest_ok(m.group()) and m.group().startswith(tuple(_HONORIFICS))
+
+
+def find_korean_names(text: str, out: list[Span]) -> None:
+    """Every Korean person name in `text`."""
+    for m in HANGUL_RUN.finditer(text):
+        a, run = m.start(), m.group()
+        if len(run) < 2:
+            continue
+        before = text[max(0, a - 24) : a]
+        if _CUE.search(before) or _honorific_next(text, m.end()):
+            k = _with_context(run, glued_only=False)
+        elif _I_AM.search(before) and run.endswith(_COPULA):
+            k = _with_context(run, glued_only=False)
+        else:
+            k = _with_context(run, glued_only=True) or _alone(run)
+        if k:
+            out.append(Span(a, a + k, PERSON))
+
+
+def looks_like_korean_name(value: str) -> bool:
+    """Could `value`, found under a name-like key, be a Korean name (김민수, 김 민수, 남궁민, 민수)?"""
+    s = value.replace(" ", "")
+    if not 2 <= len(s) <= 5 or HANGUL_RUN.fullmatch(s) is None or _word(s):
+        return False
+    k = _surname_len(s, rare=True)
+    return (bool(k) and 1 <= len(s) - k <= 3 and _given_like(s[k:])) or (len(s) == 2 and _given_like(s))
+
+
+def ko_name(orig: str, rng_for) -> str:
+    """A substitute for the Korean name `orig`: a common surname for its surname and given-name
+    syllables for its given name, each drawn from `rng_for(part_kind, part)` (a KeyedRandom), so
+    the given name alone (서연, a later mention of 이서연) gets the same substitute as inside the
+    full name. Two syllables are a given name alone; spaces are kept."""
+    k = _surname_len(orig, rare=True) if sum(map(_is_syllable, orig)) >= 3 else 0
+    out = []
+    if k:
+        r = rng_for("ko_surname", orig[:k])
+        out.append(r.choice(_SUB_SURNAMES) if k == 1 else r.choice(_SUB_SURNAMES_2))
+    r = rng_for("ko_given", orig[k:].replace(" ", ""))
+    syl = _sub_syllables()
+    out.extend(r.choice(syl) if _is_syllable(c) else c for c in orig[k:])
+    return "".join(out)
+
+
+def _is_syllable(c: str) -> bool:
+    return "\uac00" <= c <= "\ud7a3"
+
+
+_SUB_SURNAMES = tuple("김이박정최조강윤장임한오서신권황안송류전홍고문양손배백허유남심노하곽성차주우구민진지엄")
+_SUB_SURNAMES_2 = tuple(sorted(KO_SURNAMES_2))
+
+
+@functools.cache
+def _sub_syllables() -> tuple[str, ...]:
+    return tuple(sorted(ko_given_syllables()))
+
+
+def korean_name_parts(name: str) -> list[str]:
+    """The parts of a Korean name that identify the person alone: its given name of two
+    syllables or more, when that is not a common word (이서연 -> 서연; 정하늘 -> none)."""
+    k = _surname_len(name, rare=True)
+    given = name[k:]
+    return [given] if k and len(given) >= 2 and HANGUL_RUN.fullmatch(given) and not _word(given) else []
