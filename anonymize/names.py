@@ -27,7 +27,7 @@ from .gazetteer import (
     NOT_PERSON_WORDS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk, unspaced_name_char
-from .names_ja import KANA, find_japanese_names, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
+from .names_ja import KANA, find_japanese_full_names, find_japanese_names, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
 from .names_ko import HANGUL_RUN, find_korean_names, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
@@ -485,12 +485,20 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
     if not ascii_text:
         n0 = len(out)
         find_chinese_names(text, out)
+        if _KANA_OR_HANGUL.search(text) is None:
+            find_japanese_full_names(text, out)
+            return
         if KANA.search(text) is not None:  # Japanese: the Chinese path's words of Japanese dropped
             if len(out) > n0:
                 out[n0:] = [sp for sp in out[n0:] if not japanese_word(text[sp.start : sp.end])]
             find_japanese_names(text, out)
+        else:
+            find_japanese_full_names(text, out)
         if HANGUL_RUN.search(text) is not None:
             find_korean_names(text, out)
+
+
+_KANA_OR_HANGUL = re.compile("[\u3041-\u30fa\uac00-\ud7a3]")
 
 
 def name_words(name: str) -> list[str]:

@@ -34,7 +34,13 @@ _BEFORE_CUE = re.compile(r"(?:(?:お名前|名前|氏名|担当者|患者名|顧
 # a run of kanji that ends so is a role, a body or a place, not a name (担当者様, 営業部長)
 _NOT_NAME_ENDS = frozenset("者員長社手師家屋士官医主人婦方生会部課店局所院校省庁府県市町村区国党側様殿客神皆")
 _COMMON = 4.0  # a run at least this common (wordfreq zipf) is a word
-_COMMON_KATAKANA = 4.3
+# katakana words for what a person is, not who (ママさん, ドライバーさん): a name otherwise,
+# however common (ジョンさん); wordfreq cannot tell them apart (ジョン 4.81, モジュール 3.76)
+_KATAKANA_ROLES = frozenset(
+    "パパ ママ ババ ジジ サンタ ドクター シェフ マスター オーナー スタッフ ゲスト ユーザー メンバー ファン ドライバー "
+    "パート バイト ナース コーチ リーダー マネージャー ママ友 パパ友 ベテラン ルーキー プロ アイドル モデル タレント "
+    "ホスト ホステス バーテンダー クライアント カスタマー オペレーター エンジニア デザイナー".split())
+_COMMON_KATAKANA = 4.5  # under a name key, a katakana word at least this common is no name (テスト, データ)
 
 
 def japanese_word(s: str) -> bool:
@@ -58,6 +64,15 @@ def _surname_at(run: str) -> int:
         if k <= len(run) and run[:k] in sur:
             return k
     return 0
+
+
+def _surname_end(run: str) -> int:
+    """Where the listed surname that ends `run` starts (the longest), or -1 (昨日石井 -> 2)."""
+    sur = ja_surnames()
+    for i in range(max(0, len(run) - 4), len(run)):
+        if run[i:] in sur:
+            return i
+    return -1
 
 
 def _kanji_name(run: str, context: bool) -> int:
@@ -90,8 +105,65 @@ def _honorific_after(text: str, j: int) -> bool:
     return text.startswith(_KANA_HONORIFICS, j) or text.startswith(_KANJI_HONORIFICS, j)
 
 
+_SPACED = re.compile(  # 山田 花子, 斎藤 くみ子, ヤマダ ハナコ: a surname and a given name with a space between
+    "([\u4e00-\u9fff\u3005]{1,4})[ \u3000]([\u4e00-\u9fff\u3005]{1,3}|[\u3041-\u3096]{1,4}[\u4e00-\u9fff]?)"
+    "(?=" + "|".join(_KANJI_HONORIFICS) + "|[^\u4e00-\u9fff\u3005]|$)"
+    "|([\u30a1-\u30fa\u30fc]{2,8})[ \u3000]([\u30a1-\u30fa\u30fc]{2,8})"
+)
+
+
+def _spaced_names(text: str, out: list[Span]) -> None:
+    for m in _SPACED.finditer(text):
+        a, b = m.span()
+        if m.group(1) is not None:
+            sur, given = m.group(1), m.group(2)
+            titled = False
+            for h in _KANJI_HONORIFICS:  # 中島 香織氏
+                if len(given) > len(h) and given.endswith(h):
+                    given, b, titled = given[: -len(h)], b - len(h), True
+                    break
+            i = _surname_end(sur)
+            if i >= 0 and (given in ja_given() or titled or _context(text, a, b)):
+                out.append(Span(a + i, b, PERSON))
+        elif _context(text, a, b) or (m.group(3) in _KANA_SURNAMES and m.group(4) in _KANA_GIVEN):
+            out.append(Span(a, b, PERSON))
+
+
+def _context(text: str, a: int, b: int) -> bool:
+    """An honorific after text[a:b], or a cue before or after it."""
+    return (_honorific_after(text, b) or _AFTER_CUE.match(text, b) is not None
+            or _BEFORE_CUE.search(text, max(0, a - 8), a) is not None)
+
+
+@functools.cache
+def _short_run_re() -> tuple[re.Pattern, frozenset[str]]:
+    """A run of three to seven kanji, alone (a JSON value, a cell, a list item), that starts
+    with the first character of a listed surname of two characters or more; those surnames'
+    first two characters."""
+    two = {x for x in ja_surnames() if len(x) >= 2}
+    first = "".join(sorted({x[0] for x in two}))
+    k = "\u4e00-\u9fff\u3005"
+    return re.compile(f"(?<![{k}])[{first}][{k}]{{2,6}}(?![{k}])"), frozenset(x[:2] for x in two)
+
+
+def find_japanese_full_names(text: str, out: list[Span]) -> None:
+    """Japanese names in text without kana (a JSON value, a list): a run of kanji that is a
+    listed surname of two characters or more and a listed given name (鈴木一郎), nothing more."""
+    pattern, starts = _short_run_re()
+    given = None
+    for m in pattern.finditer(text):
+        run = m.group()
+        if run[:2] in starts:
+            given = given or ja_given()
+            k = _surname_at(run)
+            if k >= 2 and run[k:] in given:
+                out.append(Span(m.start(), m.end(), PERSON))
+
+
 def find_japanese_names(text: str, out: list[Span]) -> None:
     """Every Japanese person name in `text` (text with kana)."""
+    if " " in text or "\u3000" in text:
+        _spaced_names(text, out)
     for m in _KANJI_RUN.finditer(text):
         a, run = m.start(), m.group()
         context = False
@@ -100,24 +172,30 @@ def find_japanese_names(text: str, out: list[Span]) -> None:
                 run, context = run[: -len(h)], True
                 break
         end = a + len(run)
-        context = (context or _honorific_after(text, end) or _AFTER_CUE.match(text, end) is not None
-                   or _BEFORE_CUE.search(text, max(0, a - 8), a) is not None)
+        context = context or _context(text, a, end)
         if len(run) > 7:  # a run of kanji that long is prose, not a name and its honorific
             continue
         k = _kanji_name(run, context)
+        if not k and context and len(run) >= 3:  # 昨日前田浩さん: the name after a word
+            for i in range(1, len(run) - 1):
+                s = _surname_at(run[i:])
+                if s >= 2 and len(run) - i - s <= 3:
+                    a, run, k = a + i, run[i:], len(run) - i
+                    break
         if k:
             out.append(Span(a, a + k, PERSON))
-        elif _surname_at(run) == len(run):
-            g = _kana_given_after(text, end)  # 山田さゆり
+        else:
+            i = _surname_end(run)
+            g = _kana_given_after(text, end) if i >= 0 else 0  # 山田さゆり
             if g:
-                out.append(Span(a, end + g, PERSON))
+                out.append(Span(a + i, end + g, PERSON))
     for m in _KATAKANA_RUN.finditer(text):
         a, b = m.span()
         if b - a < 2:
             continue
-        if not (_honorific_after(text, b) or _AFTER_CUE.match(text, b) or _BEFORE_CUE.search(text, max(0, a - 8), a)):
+        if not _context(text, a, b):
             continue
-        if ja_zipf(re.sub("[\u30fb\uff65 ]", "", m.group())) < _COMMON_KATAKANA:
+        if m.group() not in _KATAKANA_ROLES:
             out.append(Span(a, b, PERSON))
     given = ja_given()
     for m in _KANA_HONORIFIC.finditer(text):  # さくらちゃん: a listed given name in hiragana before one
@@ -137,7 +215,7 @@ def looks_like_japanese_name(value: str) -> bool:
     if _KANJI_RUN.fullmatch(s):
         return _surname_at(s) > 0 and len(s) - _surname_at(s) <= 3
     if re.fullmatch("[\u30a1-\u30fa\u30fc]+", s):
-        return ja_zipf(s) < _COMMON_KATAKANA
+        return s not in _KATAKANA_ROLES and (s != value.strip() or ja_zipf(s) < _COMMON_KATAKANA)
     k = _surname_at(s)
     return s in ja_given() or (k > 0 and s[k:] in ja_given())
 
@@ -164,6 +242,16 @@ def ja_name(orig: str, rng_for) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+def _kana_readings(attrs: tuple[str, ...]) -> frozenset[str]:
+    from faker.providers.person.ja_JP import Provider as _Ja
+
+    return frozenset(p[1] for a in attrs for p in getattr(_Ja, a))
+
+
+_KANA_SURNAMES = _kana_readings(("last_name_pairs",))
+_KANA_GIVEN = _kana_readings(("first_name_female_pairs", "first_name_male_pairs"))
 
 
 @functools.cache

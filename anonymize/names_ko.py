@@ -51,6 +51,14 @@ def _given_like(s: str) -> bool:
     return all(c in syl or c in _EXTRA_GIVEN for c in s)
 
 
+def _adnominal(stem: str) -> bool:
+    """Does `stem` read as a common word with an adnominal ending (소중한, 새로운, 다정한)?"""
+    return len(stem) >= 3 and stem[-1] in _ADNOMINAL_ENDS and ko_zipf(stem[:-1]) >= 3.5
+
+
+_ADNOMINAL_ENDS = frozenset("한은는던운된인할울운론")
+
+
 def _surname_len(stem: str, rare: bool) -> int:
     if stem[:2] in KO_SURNAMES_2:
         return 2
@@ -84,10 +92,10 @@ def _with_context(run: str, glued_only: bool) -> int:
         stem, rest = run[:k], run[k:]
         if glued_only and not rest.startswith(_GLUED):
             continue
-        if not _rest_ok(rest) or _word(stem):
-            continue
+        if not _rest_ok(rest) or _word(stem) or any(_word(run[:j]) for j in range(k + 1, len(run))):
+            continue  # (하느님께: 하느 and an honorific, but 하느님 is a word)
         s = _surname_len(stem, rare=True)
-        if s and 1 <= k - s <= 2 and _given_like(stem[s:]):
+        if s and 1 <= k - s <= 2 and not _adnominal(stem):
             return k
         if k == 2 and (stem in ko_given() or (not s and _given_like(stem))):
             return k

@@ -21,7 +21,7 @@ from .keyedrandom import KeyedRandom
 from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
     CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, NAME_FIRST,
-    TITLES,
+    TITLES, ja_given,
 )
 
 _CN_PROVINCES = (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65)
@@ -226,7 +226,7 @@ class Substituter:
     def _sub_person(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         if any(is_hangul(c) for c in orig):
             return ko_name(orig, self._part_rng)
-        if any(is_kana(c) or c == "\u3005" for c in orig) or (is_cjk(orig[0]) and ja_surname_len(orig) >= 2):
+        if any(is_kana(c) or c == "\u3005" for c in orig) or (is_cjk(orig[0]) and (ja_surname_len(orig) >= 2 or orig in ja_given())):
             return ja_name(orig, self._part_rng)
         if any(is_cjk(c) for c in orig):
             return self._cn_name(orig, rng)
