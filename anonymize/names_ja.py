@@ -137,27 +137,40 @@ def _context(text: str, a: int, b: int) -> bool:
 
 @functools.cache
 def _short_run_re() -> tuple[re.Pattern, frozenset[str]]:
-    """A run of three to seven kanji, alone (a JSON value, a cell, a list item), that starts
-    with the first character of a listed surname of two characters or more; those surnames'
-    first two characters."""
+    """A run of three to seven kanji, alone, that starts with the first character of a listed
+    surname of two characters or more; those surnames' first two characters. (The first
+    character is matched before the look back, so the scan skips ahead on it.)"""
     two = {x for x in ja_surnames() if len(x) >= 2}
     first = "".join(sorted({x[0] for x in two}))
     k = "\u4e00-\u9fff\u3005"
-    return re.compile(f"(?<![{k}])[{first}][{k}]{{2,6}}(?![{k}])"), frozenset(x[:2] for x in two)
+    return re.compile(f"[{first}](?<![{k}].)[{k}]{{2,6}}(?![{k}])"), frozenset(x[:2] for x in two)
+
+
+_SHORT = 512  # the longest string (or NUL-separated part of one) read for names without kana
 
 
 def find_japanese_full_names(text: str, out: list[Span]) -> None:
-    """Japanese names in text without kana (a JSON value, a list): a run of kanji that is a
-    listed surname of two characters or more and a listed given name (鈴木一郎), nothing more."""
+    """Japanese names in short strings without kana (a value, a cell, a tool call's arguments;
+    Japanese prose has kana): a run of kanji that is a listed surname of two characters or more
+    and a listed given name (鈴木一郎), nothing more."""
+    if len(text) <= _SHORT:
+        _full_names(text, 0, out)
+    elif "\x00" in text:
+        pos = 0
+        for part in text.split("\x00"):
+            if len(part) <= _SHORT:
+                _full_names(part, pos, out)
+            pos += len(part) + 1
+
+
+def _full_names(text: str, shift: int, out: list[Span]) -> None:
     pattern, starts = _short_run_re()
-    given = None
     for m in pattern.finditer(text):
         run = m.group()
         if run[:2] in starts:
-            given = given or ja_given()
             k = _surname_at(run)
-            if k >= 2 and run[k:] in given:
-                out.append(Span(m.start(), m.end(), PERSON))
+            if k >= 2 and run[k:] in ja_given():
+                out.append(Span(shift + m.start(), shift + m.end(), PERSON))
 
 
 def find_japanese_names(text: str, out: list[Span]) -> None:
