@@ -277,6 +277,22 @@ def ja_given() -> frozenset[str]:
     return frozenset([p[0] for p in pairs] + [p[1] for p in pairs] + _data_lines("ja_given.txt"))
 
 
+@functools.cache
+def ja_foreign_given() -> frozenset[str]:
+    """Given names of other countries in katakana (data/ja_foreign_given.txt)."""
+    return frozenset(_data_lines("ja_foreign_given.txt"))
+
+
+@functools.cache
+def ja_places() -> frozenset[str]:
+    """Countries and prefectures as Japanese writes them (Faker ja_JP), with the short forms of
+    common countries: never a person before a title (イスラエル首相)."""
+    from faker.providers.address.ja_JP import Provider as _JaAddress
+
+    short = "アメリカ イギリス ドイツ フランス ロシア イタリア スペイン カナダ オランダ スイス 中国 韓国 北朝鮮 米国 英国".split()
+    return frozenset(list(_JaAddress.countries) + list(_JaAddress.prefectures) + short)
+
+
 # Korean surnames: Faker ko_KR's (the most common 44) are enough alone; the others only beside
 # an honorific or a cue (several are common syllables: 도, 방, 공).
 KO_SURNAMES_RARE = frozenset("현 원 천 방 공 함 변 염 여 추 석 선 설 길 표 채 맹 탁 봉 왕 금 옥 육 마 도 소 기 예 용 인 편 국".split())

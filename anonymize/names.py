@@ -26,9 +26,9 @@ from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
     NOT_PERSON_WORDS, TITLES, german_words,
 )
-from .charclass import ASCII_LETTERS, is_cjk, unspaced_name_char
-from .names_ja import KANA, find_japanese_full_names, find_japanese_names, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
-from .names_ko import HANGUL_RUN, find_korean_names, korean_name_parts, looks_like_korean_name
+from .charclass import ASCII_LETTERS, is_cjk, is_hangul, unspaced_name_char
+from .names_ja import KANA, find_japanese_full_names, find_japanese_names, is_japanese, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
+from .names_ko import HANGUL_RUN, find_korean_names, is_korean, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
 
@@ -483,18 +483,24 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
         if _CAPITAL.search(text):
             _latin(text, out)
     if not ascii_text:
-        n0 = len(out)
-        find_chinese_names(text, out)
         if _KANA_OR_HANGUL.search(text) is None:
+            find_chinese_names(text, out)
             find_japanese_full_names(text, out)
             return
-        if KANA.search(text) is not None:  # Japanese: the Chinese path's words of Japanese dropped
-            if len(out) > n0:
+        kana = KANA.search(text) is not None
+        korean = HANGUL_RUN.search(text) is not None
+        # Japanese or Korean text: the Chinese path would read kanji compounds (周辺, 定義) and
+        # hanja (政治, 王道) as names; Chinese text with some kana or Hangul in it keeps it
+        if not (kana and is_japanese(text)) and not (korean and is_korean(text)):
+            n0 = len(out)
+            find_chinese_names(text, out)
+            if kana and len(out) > n0:  # its finds that are words of Japanese dropped
                 out[n0:] = [sp for sp in out[n0:] if not japanese_word(text[sp.start : sp.end])]
+        if kana:
             find_japanese_names(text, out)
         else:
             find_japanese_full_names(text, out)
-        if HANGUL_RUN.search(text) is not None:
+        if korean:
             find_korean_names(text, out)
 
 
@@ -572,8 +578,8 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     none overlapping (where two overlap, the earlier, then the longer one). A word that is also an
     English word ("Will") is matched with its capital only, the others in any case; a word in no
     name list, taken for a name because it is rare, is not looked for (it may be an identifier:
-    class Iterable); Chinese names anywhere but where one begins a doctrine named after its
-    person (邓小平 ... 邓小平理论, names_zh.is_doctrine). With json_text, for the encoded text of a JSON body:
+    class Iterable); Chinese and Japanese names anywhere but where one begins a doctrine named
+    after its person (邓小平 ... 邓小平理论, names_zh.is_doctrine); Korean names where a word starts. With json_text, for the encoded text of a JSON body:
     a mention right after an escape (\\n, \\") or right before one counts as it does in the
     decoded string. `lo`: lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
@@ -649,9 +655,11 @@ def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]
     if len(names) <= _MANY_CJK:
         for w in names:
             n = len(w)
+            hangul = is_hangul(w[0])
             p = text.find(w)
             while p >= 0:
-                if not is_doctrine(text, p, p + n):
+                # (a Korean name starts a word: particles follow it, nothing comes before it)
+                if not is_doctrine(text, p, p + n) and not (hangul and p > 0 and is_hangul(text[p - 1])):
                     found.append((p, 2, -(p + n)))
                 p = text.find(w, p + 1)
         return
@@ -662,7 +670,8 @@ def _cjk_mentions(text: str, names: list[str], found: list[tuple[int, int, int]]
     for m in re.finditer("[" + re.escape("".join(lengths)) + "]", text):
         p = m.start()
         for n in lengths[m.group()]:
-            if p + n <= len(text) and text[p : p + n] in wanted and not is_doctrine(text, p, p + n):
+            if (p + n <= len(text) and text[p : p + n] in wanted and not is_doctrine(text, p, p + n)
+                    and not (p > 0 and is_hangul(text[p]) and is_hangul(text[p - 1]))):
                 found.append((p, 2, -(p + n)))
 
 

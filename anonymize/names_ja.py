@@ -16,24 +16,32 @@ import functools
 import re
 
 from .charclass import HIRAGANA, KATAKANA
-from .gazetteer import ja_given, ja_surnames, ja_zipf
+from .gazetteer import ja_foreign_given, ja_given, ja_places, ja_surnames, ja_zipf
 from .spans import PERSON, Span
 
 KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")  # hiragana, katakana: the text is Japanese
 _KANJI_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u3005]+")  # (々: 佐々木)
-_KATAKANA_RUN = re.compile("[\u30a1-\u30fa\u30fc]+(?:[\u30fb\uff65 ][\u30a1-\u30fa\u30fc]+)*")
+_KATAKANA_RUN = re.compile("[\u30a1-\u30fa\u30fc]+(?:[\u30fb\uff65 =\uff1d](?:[A-Z][.\uff0e]?[\u30fb\uff65]|)[\u30a1-\u30fa\u30fc]+)*")
+_NAME_DOTS = re.compile("[\u30fb\uff65=\uff1d]")
 _HIRAGANA_RUN = re.compile("[\u3041-\u3096]+")
 _KANA_HONORIFIC = re.compile("さん|さま|くん|ちゃん")
 _KANA_HONORIFICS = ("さん", "さま", "くん", "ちゃん", "はん", "どの")
 # kanji honorifics and titles that follow a name, glued to its run (longest first)
 _KANJI_HONORIFICS = tuple(sorted(
-    "様 氏 君 殿 先生 教授 博士 准教授 部長 課長 社長 係長 室長 所長 院長 店長 会長 理事長 局長 次長 主任 選手 議員 "
-    "医師 弁護士 監督 容疑者 被告 代表 先輩 夫人 嬢".split(), key=len, reverse=True))
+    "様 氏 君 殿 先生 教授 博士 准教授 名誉教授 部長 課長 社長 副社長 係長 室長 所長 院長 店長 会長 名誉会長 理事長 局長 "
+    "次長 主任 専務 常務 取締役 頭取 選手 議員 医師 弁護士 監督 容疑者 被告 代表 先輩 夫人 嬢 女史 首相 元首相 大統領 "
+    "元大統領 知事 都知事 府知事 県知事 市長 町長 村長 区長 議長 長官 大臣 外相 国防相 判事 検事 裁判官 騎手 元騎手 "
+    "投手 捕手 内野手 外野手 棋士 党首 総裁 幹事長 委員長 校長 教諭 記者 特派員 容疑者 被告人".split(), key=len, reverse=True))
+# katakana titles after a name (菊間千乃アナウンサー, 渡辺恒雄オーナー)
+_KATAKANA_TITLES = ("アナウンサー", "オーナー", "キャプテン", "プロデューサー", "ディレクター", "コーチ")
 _AFTER_CUE = re.compile("と(?:申します|申し上げます|いいます|言います|申す)")
 _BEFORE_CUE = re.compile(r"(?:(?:お名前|名前|氏名|担当者|患者名|顧客名|契約者|申込者|宛名|差出人)(?:は|：|:)|担当(?:者)?(?:の|は|：|:))[ \t]*$")
 # a run of kanji that ends so is a role, a body or a place, not a name (担当者様, 営業部長)
 _NOT_NAME_ENDS = frozenset("者員長社手師家屋士官医主人婦方生会部課店局所院校省庁府県市町村区国党側様殿客神皆")
+# a given part with one of these is a place, a body or a thing (山口県沖, 小倉競馬場, 山田電機)
+_NOT_GIVEN_CHARS = _NOT_NAME_ENDS | frozenset("都州駅港湾沖線場館寺宮城塔湖語学科業品式法費料機")
 _COMMON = 4.0  # a run at least this common (wordfreq zipf) is a word
+_UNLISTED = 3.3  # ... and a run with no listed surname this common (統括 3.43; 瀬川 3.18 is a name)
 # katakana words for what a person is, not who (ママさん, ドライバーさん): a name otherwise,
 # however common (ジョンさん); wordfreq cannot tell them apart (ジョン 4.81, モジュール 3.76)
 _KATAKANA_ROLES = frozenset(
@@ -41,6 +49,29 @@ _KATAKANA_ROLES = frozenset(
     "パート バイト ナース コーチ リーダー マネージャー ママ友 パパ友 ベテラン ルーキー プロ アイドル モデル タレント "
     "ホスト ホステス バーテンダー クライアント カスタマー オペレーター エンジニア デザイナー".split())
 _COMMON_KATAKANA = 4.5  # under a name key, a katakana word at least this common is no name (テスト, データ)
+
+
+def _foreign_full_name(run: str) -> bool:
+    """A foreign full name in katakana: two to five parts joined by ・ or ＝, the first a listed
+    given name (リチャード・ストールマン, ジョージ・W・ブッシュ; not ビジネス・モデル)."""
+    parts = [p for p in _NAME_DOTS.split(run) if p]
+    return 2 <= len(parts) <= 5 and parts[0] in ja_foreign_given() and not any(p in ja_places() for p in parts)
+
+
+_FOREIGN_RARE = 4.0
+
+
+_KANA_ALL = re.compile("[\u3041-\u3096\u30a1-\u30fa]+")
+_KANJI_ALL = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
+
+
+def is_japanese(text: str) -> bool:
+    """Is `text` Japanese rather than Chinese with some kana in it: at least a quarter of its
+    kana and kanji are kana (Japanese prose has about half; a Chinese text that quotes a
+    Japanese word has a few)?"""
+    kana = sum(map(len, _KANA_ALL.findall(text)))
+    kanji = sum(map(len, _KANJI_ALL.findall(text)))
+    return kana >= 0.25 * (kana + kanji)
 
 
 def japanese_word(s: str) -> bool:
@@ -83,8 +114,12 @@ def _kanji_name(run: str, context: bool) -> int:
         return len(run)
     if s and context and len(given) <= 3:
         return len(run)
-    if context and 2 <= len(run) <= 4 and ja_zipf(run) < _COMMON and run[-1] not in _NOT_NAME_ENDS:
-        return len(run)
+    if (s >= 2 and 2 <= len(given) <= 3 and ja_zipf(given) == 0 and ja_zipf(run) == 0
+            and not any(c in _NOT_GIVEN_CHARS for c in given)):
+        return len(run)  # 田中幹子の, 上野由岐子は: a surname and a given part that is no word
+    if (context and 2 <= len(run) <= 4 and ja_zipf(run) < _UNLISTED and run[-1] not in _NOT_NAME_ENDS
+            and run not in ja_places() and not (len(run) >= 3 and (ja_zipf(run[-2:]) >= _UNLISTED or run[-2:] in _KANJI_HONORIFICS))):
+        return len(run)  # (not 自由契約, 同国代表: a word ends it)
     return 0
 
 
@@ -102,7 +137,20 @@ _KANA_CONT = re.compile("[\u3041-\u3096]")  # (not a particle: a name does not g
 
 
 def _honorific_after(text: str, j: int) -> bool:
-    return text.startswith(_KANA_HONORIFICS, j) or text.startswith(_KANJI_HONORIFICS, j)
+    """An honorific, a title or a reading in brackets at text[j:] (a kanji title not glued to
+    more kanji: not 選手権)."""
+    if text.startswith(_KANA_HONORIFICS, j) or text.startswith(_KATAKANA_TITLES, j) or _READING.match(text, j):
+        return True
+    if text.startswith(_KANJI_HONORIFICS, j):
+        h = next(h for h in _KANJI_HONORIFICS if text.startswith(h, j))
+        return j + len(h) >= len(text) or not _KANJI_RUN.match(text, j + len(h))
+    return False
+
+
+# a name's reading or age in brackets after it: 馬渕健一（まぶち・けんいち）, 中村文則(27),
+# 朱川湊人（しゅかわ・みなと、42）
+_READING = re.compile("[（(](?:(?P<reading>[\u3041-\u3096]+(?:[・\u3000 ][\u3041-\u3096]+)?)(?:[、,][ \u3000]?[0-9０-９]{1,3})?"
+                      "|[0-9０-９]{1,3})[）)]")
 
 
 _SPACED = re.compile(  # 山田 花子, 斎藤 くみ子, ヤマダ ハナコ: a surname and a given name with a space between
@@ -182,7 +230,9 @@ def find_japanese_names(text: str, out: list[Span]) -> None:
         context = False
         for h in _KANJI_HONORIFICS:
             if len(run) > len(h) and run.endswith(h):
-                run, context = run[: -len(h)], True
+                # (日本同様: 同様 is a word, 様 no honorific there)
+                if ja_zipf(run[-len(h) - 1 :]) < _JA_WORD and ja_zipf(run[-len(h) - 2 :]) < _JA_WORD:
+                    run, context = run[: -len(h)], True
                 break
         end = a + len(run)
         context = context or _context(text, a, end)
@@ -204,12 +254,15 @@ def find_japanese_names(text: str, out: list[Span]) -> None:
                 out.append(Span(a + i, end + g, PERSON))
     for m in _KATAKANA_RUN.finditer(text):
         a, b = m.span()
-        if b - a < 2:
+        if b - a < 2 or m.group() in _KATAKANA_ROLES or m.group() in ja_places():
             continue
-        if not _context(text, a, b):
-            continue
-        if m.group() not in _KATAKANA_ROLES:
+        if _context(text, a, b) or _foreign_full_name(m.group()):
             out.append(Span(a, b, PERSON))
+    if "（" in text or "(" in text:
+        for m in _READING.finditer(text):  # the reading of a name found before it
+            if m.group("reading") and out and out[-1].end == m.start() or any(sp.end == m.start() for sp in out):
+                if m.group("reading"):
+                    out.append(Span(m.start("reading"), m.end("reading"), PERSON))
     given = ja_given()
     for m in _KANA_HONORIFIC.finditer(text):  # さくらちゃん: a listed given name in hiragana before one
         p = m.start()
@@ -282,8 +335,16 @@ def _given_kanji() -> tuple[str, ...]:
 
 def japanese_name_parts(name: str) -> list[str]:
     """The parts of a Japanese name that identify the person alone: its surname and its given
-    name, each of two characters or more and not a common word (山田花子 -> 山田, 花子)."""
+    name, each of two characters or more and not a common word (山田花子 -> 山田, 花子); the
+    parts of a foreign name in katakana of three characters or more that are no common word
+    (リチャード・ストールマン -> ストールマン)."""
+    if _NAME_DOTS.search(name):
+        return [p for p in _NAME_DOTS.split(name) if len(p) >= 3 and ja_zipf(p) < _FOREIGN_RARE]
     k = _surname_at(name)
     if not k or k == len(name):
         return []
-    return [p for p in (name[:k], name[k:]) if len(p) >= 2 and ja_zipf(p) < _COMMON]
+    out = [name[:k]] if k >= 2 and ja_zipf(name[:k]) < _COMMON_SURNAME else []  # (listed: 三浦, 中村)
+    return out + ([name[k:]] if len(name) - k >= 2 and ja_zipf(name[k:]) < _COMMON else [])
+
+
+_COMMON_SURNAME = 5.0

@@ -26,12 +26,15 @@ _PARTICLES = (
     "에게서 께서는 께서 에게 한테 이랑 이에요 입니다 이었다 이라고 라고 이다 이고 이며 이나 으로 처럼 보다 부터 까지 조차 마저 "
     "예요 이가 이는 이를 이의 이도 이와 은 는 이 가 을 를 의 께 와 과 도 만 랑 야 아 로 나 여"
 ).split()
-_HONORIFICS = (
+_TITLES = (  # after a name, a word of their own (박정희 대통령) or glued to a surname (김장관)
     "고객님 선생님 교수님 박사님 과장님 부장님 차장님 대리님 사장님 대표님 회장님 원장님 팀장님 실장님 이사님 "
-    "주임님 간호사님 기사님 작가님 감독님 변호사님 의원님 씨 님 군 양 선생 교수 박사 과장 부장 차장 대리 사장 대표 "
-    "회장 원장 팀장 실장 이사 주임 고객 환자 학생 기자 의원 변호사 간호사 작가 감독 선수"
+    "주임님 간호사님 기사님 작가님 감독님 변호사님 의원님 장관님 선생 교수 박사 과장 부장 차장 대리 사장 대표 "
+    "회장 원장 팀장 실장 이사 주임 기자 의원 변호사 간호사 작가 감독 촬영감독 선수 대통령 장관 차관 총리 수상 영사 "
+    "대사 의장 위원장 총장 총재 시장 지사 도지사 판사 검사 교사 시인 화가 신부 목사 스님 여사 선배 후배 코치"
 ).split()
+_HONORIFICS = _TITLES + "씨 님 군 양 고객 환자 학생".split()
 _HONORIFICS.sort(key=len, reverse=True)
+_SURNAME_TITLES = tuple(sorted(_TITLES + ["씨"], key=len, reverse=True))  # 이씨는, 김장관, 탁선생
 # glued to the name, only these are honorifics (김민수씨, 이서연님); the others are words
 # on their own (민수 선생님) or ends of common words (정수기, 이사장)
 _GLUED = ("고객님", "선생님", "교수님", "과장님", "부장님", "팀장님", "대표님", "씨", "님")
@@ -41,9 +44,8 @@ _CUE = re.compile(
 )
 _I_AM = re.compile(r"(?:저는|나는|제가)[ \t]+$")
 _COPULA = ("입니다", "이에요", "예요", "이야", "야", "라고", "이라고", "이고")
-_EXTRA_GIVEN = frozenset("범찬용형효헌근택솔별율란화향애덕만문무배복부분산섭송신안양언열오완왕요운위의이임장전제조찬천초충치탁표필학해협홍황흥겸림률슬빛담")
+_EXTRA_GIVEN = frozenset("범찬용형효헌근택솔별율란화향애덕만문무배복분산섭송신안양언열오완왕요운위의이임장전제조찬천초충치탁표필해협홍황흥겸림률슬빛담")
 _COMMON_START = 4.5  # 지정자, 한정자: a common word (지정) before a given-name syllable is no surname
-_COMMON = 4.0  # a run or stem at least this common (wordfreq zipf) is a word, unless a listed name
 
 
 def _given_like(s: str) -> bool:
@@ -67,8 +69,11 @@ def _surname_len(stem: str, rare: bool) -> int:
     return 0
 
 
-def _word(s: str) -> bool:
-    return ko_zipf(s) >= _COMMON and s not in ko_given()
+def _word(s: str, common: float = 4.0) -> bool:
+    return ko_zipf(s) >= common and s not in ko_given()
+
+
+_ENDING = 4.5  # a given part this common (as a morpheme: 지만 6.3) is a word's ending
 
 
 def _rest_ok(rest: str) -> bool:
@@ -95,8 +100,9 @@ def _with_context(run: str, glued_only: bool) -> int:
         if not _rest_ok(rest) or _word(stem) or any(_word(run[:j]) for j in range(k + 1, len(run))):
             continue  # (하느님께: 하느 and an honorific, but 하느님 is a word)
         s = _surname_len(stem, rare=True)
-        if s and 1 <= k - s <= 2 and not _adnominal(stem):
-            return k
+        if (s and 1 <= k - s <= 2 and not _adnominal(stem) and not (k - s == 2 and _word(stem[s:], _ENDING))
+                and not (len(run) - s >= 2 and _word(run[s:], _ENDING))):
+            return k  # (not 하지만: 지만 is an ending)
         if k == 2 and (stem in ko_given() or (not s and _given_like(stem))):
             return k
     return 0
@@ -117,6 +123,54 @@ def _alone(run: str) -> int:
     return 0
 
 
+def _surname_titled(run: str, text: str, end: int) -> int:
+    """1 where `run` is a common surname with a title glued to it (김장관, 이씨는) or is a
+    surname alone before a title (최 영사), else 0."""
+    if run[0] not in ko_surnames() or run[0] in _TITLE_PREFIXES or _word(run):
+        return 0
+    if len(run) == 1:
+        return 1 if _honorific_next(text, end) else 0
+    rest = run[1:]
+    for t in _SURNAME_TITLES:
+        if rest.startswith(t):
+            after = rest[len(t):]
+            return 1 if (not after or after in _PARTICLES) and not _word(run[: 1 + len(t)]) else 0
+    return 0
+
+
+def _given_alone(run: str) -> int:
+    """The length of a listed given name alone at the start of `run`, with a particle (or the
+    -이 of a name that ends in a consonant) after it and no common word (현우는, 지영이가)."""
+    stem = run[:2]
+    if stem not in ko_given() or ko_zipf(stem) >= _GIVEN_ALONE:
+        return 0
+    rest = run[2:]
+    if rest.startswith("이") and rest[1:] in _PARTICLES:
+        rest = rest[1:]
+    return 2 if rest in _PARTICLES and not _word(run) else 0
+
+
+_GIVEN_ALONE = 3.5
+# syllables that before a title say which one, not whose (전 장관: the former minister,
+# 여선생: a woman teacher, 고 선생: the late teacher)
+_TITLE_PREFIXES = frozenset("전현여남각부총구고")  # a given name alone at least this common (보람, 은혜) is a word
+
+
+def _unlisted_full(run: str) -> int:
+    """The length of a full name at the start of `run` whose given name is in no list: a common
+    surname and two given-name syllables that make no word, a particle after them (한승원이,
+    정우성의)."""
+    if len(run) < 4 or run[0] not in ko_surnames():
+        return 0
+    stem, rest = run[:3], run[3:]
+    if rest not in _PARTICLES or not _given_like(stem[1:]) or ko_zipf(stem[1:]) >= _UNLISTED_GIVEN:
+        return 0
+    return 3 if not _word(stem) and not _word(run) and ko_zipf(stem[:2]) < _UNLISTED_GIVEN else 0
+
+
+_UNLISTED_GIVEN = 3.0
+
+
 def _honorific_next(text: str, end: int) -> bool:
     """Does an honorific word stand after the run ending at `end` (one space between)?"""
     if not text.startswith(" ", end):
@@ -125,11 +179,24 @@ def _honorific_next(text: str, end: int) -> bool:
     return m is not None and _rest_ok(m.group()) and m.group().startswith(tuple(_HONORIFICS))
 
 
+_HANJA_ALL = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
+
+
+def is_korean(text: str) -> bool:
+    """Is `text` Korean rather than Chinese with some Hangul in it: at least a quarter of its
+    Hangul and hanja are Hangul?"""
+    hangul = sum(map(len, HANGUL_RUN.findall(text)))
+    hanja = sum(map(len, _HANJA_ALL.findall(text)))
+    return hangul >= 0.25 * (hangul + hanja)
+
+
 def find_korean_names(text: str, out: list[Span]) -> None:
     """Every Korean person name in `text`."""
     for m in HANGUL_RUN.finditer(text):
         a, run = m.start(), m.group()
         if len(run) < 2:
+            if _surname_titled(run, text, m.end()):  # 최 영사
+                out.append(Span(a, a + 1, PERSON))
             continue
         before = text[max(0, a - 24) : a]
         if _CUE.search(before) or _honorific_next(text, m.end()):
@@ -137,7 +204,8 @@ def find_korean_names(text: str, out: list[Span]) -> None:
         elif _I_AM.search(before) and run.endswith(_COPULA):
             k = _with_context(run, glued_only=False)
         else:
-            k = _with_context(run, glued_only=True) or _alone(run)
+            k = _with_context(run, glued_only=True) or _alone(run) or _given_alone(run) or _unlisted_full(run)
+        k = k or _surname_titled(run, text, m.end())
         if k:
             out.append(Span(a, a + k, PERSON))
 

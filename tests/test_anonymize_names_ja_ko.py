@@ -47,7 +47,7 @@ KO_FORMS = [
 # a listed surname and given name stand alone, with a particle glued on
 KO_ALONE = ["어제 {a}가 회의에 늦었다.", "{a}는 다음 주에 발표한다.", "{a}의 생일 선물을 샀어요.", "{a}와 점심을 먹었다."]
 # given names in no list: found only beside an honorific or cue
-KO_UNLISTED_GIVEN = ["도율", "서하", "윤슬", "채율", "하람", "시안", "이든", "로운"]
+KO_UNLISTED_GIVEN = ["도율", "서하", "윤슬", "채율", "하람", "시안", "이든", "다온"]
 
 
 def test_korean_names_beside_honorifics_and_cues(scrubber):
@@ -98,6 +98,8 @@ def test_korean_given_name_alone_after_the_full_name(scrubber):
     "사장님께서 손님에게 인사했다.", "선생님이 학생들에게 숙제를 냈다.", "고객님, 주문이 완료되었습니다.",
     "형식 지정자를 사용해야 합니다.", "가시성 한정자는 pub입니다.", "정말 감사합니다 고객님", "소중한 고객님께 알려 드립니다.",
     "이 함수는 정수를 반환합니다.", "한국어 문서를 번역했습니다.",
+    # a surname syllable before a common ending, beside a title; a word before one
+    "하지만 선생님은 동의하지 않았다.", "전 장관이 기자회견을 열었다.", "여선생님이 오셨다.",
 ])
 def test_korean_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
