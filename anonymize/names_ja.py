@@ -118,7 +118,8 @@ def _kanji_name(run: str, context: bool) -> int:
             and not any(c in _NOT_GIVEN_CHARS for c in given)):
         return len(run)  # 田中幹子の, 上野由岐子は: a surname and a given part that is no word
     if (context and 2 <= len(run) <= 4 and ja_zipf(run) < _UNLISTED and run[-1] not in _NOT_NAME_ENDS
-            and run not in ja_places() and not (len(run) >= 3 and (ja_zipf(run[-2:]) >= _UNLISTED or run[-2:] in _KANJI_HONORIFICS))):
+            and run not in ja_places() and not (len(run) >= 3 and run[-2:] not in ja_given()
+                                                and (ja_zipf(run[-2:]) >= _UNLISTED or run[-2:] in _KANJI_HONORIFICS))):
         return len(run)  # (not 自由契約, 同国代表: a word ends it)
     return 0
 

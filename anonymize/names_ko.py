@@ -89,17 +89,17 @@ def _rest_ok(rest: str) -> bool:
 
 def _with_context(run: str, glued_only: bool) -> int:
     """The length of the name at the start of `run` (one with an honorific or cue beside it), or 0."""
-    if _word(run):
-        return 0
     for k in (4, 3, 2):
         if k > len(run):
             continue
         stem, rest = run[:k], run[k:]
         if glued_only and not rest.startswith(_GLUED):
             continue
-        if not _rest_ok(rest) or _word(stem) or any(_word(run[:j]) for j in range(k + 1, len(run))):
-            continue  # (하느님께: 하느 and an honorific, but 하느님 is a word)
         s = _surname_len(stem, rare=True)
+        if _word(stem) and not (s and k - s == 2 and _given_like(stem[s:])):  # (박정희 대통령: a famous name is frequent)
+            continue
+        if not _rest_ok(rest) or any(_word(run[:j]) for j in range(k + 1, len(run) + 1)):
+            continue  # (하느님께: 하느 and an honorific, but 하느님 is a word)
         if (s and 1 <= k - s <= 2 and not _adnominal(stem) and not (k - s == 2 and _word(stem[s:], _ENDING))
                 and not (len(run) - s >= 2 and _word(run[s:], _ENDING))):
             return k  # (not 하지만: 지만 is an ending)
@@ -126,7 +126,7 @@ def _alone(run: str) -> int:
 def _surname_titled(run: str, text: str, end: int) -> int:
     """1 where `run` is a common surname with a title glued to it (김장관, 이씨는) or is a
     surname alone before a title (최 영사), else 0."""
-    if run[0] not in ko_surnames() or run[0] in _TITLE_PREFIXES or _word(run):
+    if run[0] not in ko_surnames() or run[0] in _TITLE_PREFIXES or (len(run) > 1 and _word(run)):
         return 0
     if len(run) == 1:
         return 1 if _honorific_next(text, end) else 0

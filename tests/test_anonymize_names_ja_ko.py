@@ -93,6 +93,17 @@ def test_korean_given_name_alone_after_the_full_name(scrubber):
     assert all(is_hangul(c) for c in full)
 
 
+@pytest.mark.parametrize("text,names", [
+    ("박정희 대통령이 왔다.", ["박정희"]),  # a famous name is a frequent word too; a title beside it
+    ("김장관이 말했다. 이씨는 웃었다.", ["김", "이"]),  # a surname with a title glued on
+    ("최 영사가 왔다.", ["최"]),
+    ("현우는 웃었다. 지영이가 왔다.", ["현우", "지영"]),  # a listed given name alone, with a particle
+    ("한승원이 말했다.", ["한승원"]),  # a common surname and two given syllables that make no word
+])
+def test_korean_forms(text, names):
+    assert [text[sp.start : sp.end] for sp in find_spans(text)] == names
+
+
 @pytest.mark.parametrize("text", [
     "오늘 날씨가 좋네요. 아저씨가 정수기를 고쳤다.", "이번 주에 하느님께 기도했다.", "아가씨, 이 길이 맞나요?",
     "사장님께서 손님에게 인사했다.", "선생님이 학생들에게 숙제를 냈다.", "고객님, 주문이 완료되었습니다.",
@@ -100,6 +111,7 @@ def test_korean_given_name_alone_after_the_full_name(scrubber):
     "이 함수는 정수를 반환합니다.", "한국어 문서를 번역했습니다.",
     # a surname syllable before a common ending, beside a title; a word before one
     "하지만 선생님은 동의하지 않았다.", "전 장관이 기자회견을 열었다.", "여선생님이 오셨다.",
+    "우리 팀장님이 보고서를 검토하셨습니다.", "보람이 있었다.",
 ])
 def test_korean_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
@@ -144,6 +156,13 @@ def test_japanese_names_beside_honorifics_and_cues(scrubber):
     ("佐藤さんに聞いてください", ["佐藤"]),
     ("田中部長が承認しました。", ["田中"]),
     ("鈴原さんは来ません。", ["鈴原"]),  # a surname in no list, before an honorific
+    # news: a title after the name, its reading or age in brackets, a foreign name in katakana
+    ("石原知事が会見した。", ["石原"]),
+    ("馬渕健一（まぶち・けんいち）さんが亡くなった。", ["馬渕健一", "まぶち・けんいち"]),
+    ("中村文則(27)が受賞した。", ["中村文則"]),
+    ("田中幹子のヒットで先制した。", ["田中幹子"]),
+    ("リチャード・ストールマンは述べた。", ["リチャード・ストールマン"]),
+    ("菊間千乃アナウンサーが出演した。", ["菊間千乃"]),
 ])
 def test_japanese_forms(scrubber, text, names):
     assert left(text, scrubber.scrub_text(text).text, names) == []
@@ -164,6 +183,9 @@ def test_japanese_surname_and_given_name_alone_after_the_full_name(scrubber):
     "営業部長が会議に出た。", "運転手さんに道を聞いた。", "パパさんとママさんの集まり", "東京都新宿区で会議があります。",
     "ライブラリと同じ名前のモジュールにインポートします。", "周辺の定義を確認して、寿命を延ばす段階です。",
     "福島県の天気は晴れです。",
+    # a title inside a word, a run ending in a word, a country before a title, joined katakana words
+    "全英オープンゴルフ選手権大会が始まった。", "日本同様、台湾でも雨です。", "自由契約選手となった。",
+    "イスラエル首相が会見した。", "ファイル・ディレクトリを作ります。",
 ])
 def test_japanese_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
