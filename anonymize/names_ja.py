@@ -167,7 +167,7 @@ def _spaced_names(text: str, out: list[Span]) -> None:
         if m.group(1) is not None:
             sur, given = m.group(1), m.group(2)
             titled = False
-            for h in _KANJI_HONORIFICS:  # 中島 香織氏
+            for h in _KANJI_HONORIFICS if given.endswith(_KANJI_HONORIFICS) else ():  # 中島 香織氏
                 if len(given) > len(h) and given.endswith(h):
                     given, b, titled = given[: -len(h)], b - len(h), True
                     break
@@ -229,7 +229,7 @@ def find_japanese_names(text: str, out: list[Span]) -> None:
     for m in _KANJI_RUN.finditer(text):
         a, run = m.start(), m.group()
         context = False
-        for h in _KANJI_HONORIFICS:
+        for h in _KANJI_HONORIFICS if run.endswith(_KANJI_HONORIFICS) else ():
             if len(run) > len(h) and run.endswith(h):
                 # (日本同様: 同様 is a word, 様 no honorific there)
                 if ja_zipf(run[-len(h) - 1 :]) < _JA_WORD and ja_zipf(run[-len(h) - 2 :]) < _JA_WORD:

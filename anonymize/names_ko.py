@@ -38,11 +38,11 @@ _SURNAME_TITLES = tuple(sorted(_TITLES + ["씨"], key=len, reverse=True))  # 이
 # glued to the name, only these are honorifics (김민수씨, 이서연님); the others are words
 # on their own (민수 선생님) or ends of common words (정수기, 이사장)
 _GLUED = ("고객님", "선생님", "교수님", "과장님", "부장님", "팀장님", "대표님", "씨", "님")
-_CUE = re.compile(
+_CUE = re.compile(  # where a name after a cue starts (이름: 정하늘, 제 이름은 이서연입니다)
     r"(?:이름|성명|성함|담당자|고객명|환자명|수신인|발신인|보호자|작성자|신청인|예약자|수령인|받는 사람|보내는 사람)"
-    r"(?:은|는|이|:|：)?[ \t]*[:：]?[ \t]*$"
+    r"(?:은|는|이|:|：)?[ \t]*[:：]?[ \t]*(?=[\uac00-\ud7a3])"
 )
-_I_AM = re.compile(r"(?:저는|나는|제가)[ \t]+$")
+_I_AM = re.compile(r"(?:저는|나는|제가)[ \t]+(?=[\uac00-\ud7a3])")
 _COPULA = ("입니다", "이에요", "예요", "이야", "야", "라고", "이라고", "이고")
 _EXTRA_GIVEN = frozenset("범찬용형효헌근택솔별율란화향애덕만문무배복분산섭송신안양언열오완왕요운위의이임장전제조찬천초충치탁표필해협홍황흥겸림률슬빛담")
 _COMMON_START = 4.5  # 지정자, 한정자: a common word (지정) before a given-name syllable is no surname
@@ -78,13 +78,20 @@ _ENDING = 4.5  # a given part this common (as a morpheme: 지만 6.3) is a word'
 
 def _rest_ok(rest: str) -> bool:
     """What follows a name in its run: nothing, a particle, an honorific (and a particle)."""
-    if not rest:
+    if not rest or rest in _PARTICLE_SET:
         return True
-    for h in _HONORIFICS:
+    for h in _HONORIFICS_BY_FIRST.get(rest[0], ()):
         if rest.startswith(h):
             rest = rest[len(h):]
-            break
-    return not rest or rest in _PARTICLES
+            return not rest or rest in _PARTICLE_SET
+    return False
+
+
+_PARTICLE_SET = frozenset(_PARTICLES)
+_HONORIFICS_BY_FIRST: dict[str, list[str]] = {}
+for _h in _HONORIFICS:  # (longest first, as _HONORIFICS is sorted)
+    _HONORIFICS_BY_FIRST.setdefault(_h[0], []).append(_h)
+_HONORIFIC_T = tuple(_HONORIFICS)
 
 
 def _with_context(run: str, glued_only: bool) -> int:
@@ -131,10 +138,12 @@ def _surname_titled(run: str, text: str, end: int) -> int:
     if len(run) == 1:
         return 1 if _honorific_next(text, end) else 0
     rest = run[1:]
+    if not rest.startswith(_SURNAME_TITLES):
+        return 0
     for t in _SURNAME_TITLES:
         if rest.startswith(t):
             after = rest[len(t):]
-            return 1 if (not after or after in _PARTICLES) and not _word(run[: 1 + len(t)]) else 0
+            return 1 if (not after or after in _PARTICLE_SET) and not _word(run[: 1 + len(t)]) else 0
     return 0
 
 
@@ -145,9 +154,9 @@ def _given_alone(run: str) -> int:
     if stem not in ko_given() or ko_zipf(stem) >= _GIVEN_ALONE:
         return 0
     rest = run[2:]
-    if rest.startswith("이") and rest[1:] in _PARTICLES:
+    if rest.startswith("이") and rest[1:] in _PARTICLE_SET:
         rest = rest[1:]
-    return 2 if rest in _PARTICLES and not _word(run) else 0
+    return 2 if rest in _PARTICLE_SET and not _word(run) else 0
 
 
 _GIVEN_ALONE = 3.5
@@ -163,7 +172,7 @@ def _unlisted_full(run: str) -> int:
     if len(run) < 4 or run[0] not in ko_surnames():
         return 0
     stem, rest = run[:3], run[3:]
-    if rest not in _PARTICLES or not _given_like(stem[1:]) or ko_zipf(stem[1:]) >= _UNLISTED_GIVEN:
+    if rest not in _PARTICLE_SET or not _given_like(stem[1:]) or ko_zipf(stem[1:]) >= _UNLISTED_GIVEN:
         return 0
     return 3 if not _word(stem) and not _word(run) and ko_zipf(stem[:2]) < _UNLISTED_GIVEN else 0
 
@@ -171,12 +180,18 @@ def _unlisted_full(run: str) -> int:
 _UNLISTED_GIVEN = 3.0
 
 
+@functools.cache
+def _surname_firsts() -> frozenset[str]:
+    """The first syllables of every surname, the rare and two-syllable ones included."""
+    return frozenset(ko_surnames() | KO_SURNAMES_RARE | {x[0] for x in KO_SURNAMES_2})
+
+
 def _honorific_next(text: str, end: int) -> bool:
     """Does an honorific word stand after the run ending at `end` (one space between)?"""
     if not text.startswith(" ", end):
         return False
     m = HANGUL_RUN.match(text, end + 1)
-    return m is not None and _rest_ok(m.group()) and m.group().startswith(tuple(_HONORIFICS))
+    return m is not None and m.group().startswith(_HONORIFIC_T) and _rest_ok(m.group())
 
 
 _HANJA_ALL = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
@@ -192,19 +207,23 @@ def is_korean(text: str) -> bool:
 
 def find_korean_names(text: str, out: list[Span]) -> None:
     """Every Korean person name in `text`."""
+    first, given = _surname_firsts(), ko_given()
+    cued = {m.end() for m in _CUE.finditer(text)}
+    i_am = {m.end() for m in _I_AM.finditer(text)}
     for m in HANGUL_RUN.finditer(text):
         a, run = m.start(), m.group()
         if len(run) < 2:
             if _surname_titled(run, text, m.end()):  # 최 영사
                 out.append(Span(a, a + 1, PERSON))
             continue
-        before = text[max(0, a - 24) : a]
-        if _CUE.search(before) or _honorific_next(text, m.end()):
+        if a in cued or _honorific_next(text, m.end()):
             k = _with_context(run, glued_only=False)
-        elif _I_AM.search(before) and run.endswith(_COPULA):
+        elif a in i_am and run.endswith(_COPULA):
             k = _with_context(run, glued_only=False)
-        else:
+        elif run[0] in first or run[:2] in given or run.startswith(_GLUED, 2) or run.startswith(_GLUED, 3):
             k = _with_context(run, glued_only=True) or _alone(run) or _given_alone(run) or _unlisted_full(run)
+        else:  # (most words: no surname, no given name, no honorific glued on)
+            continue
         k = k or _surname_titled(run, text, m.end())
         if k:
             out.append(Span(a, a + k, PERSON))
