@@ -1,13 +1,19 @@
 """Japanese person names (kanji, kana), in text that has kana (Japanese text).
 
-The Chinese path (names_zh) also reads the kanji of Japanese text; this one adds what only
-Japanese has: a name is
+Text that is mostly Japanese does not go through the Chinese path (names.find_names); here a
+name is
 
-* a listed surname and a listed given name, in kanji or kana (山田花子, 鈴木一郎, 山田さゆり);
-* a listed surname, or a run of kanji that is not a common word, before an honorific or title
-  (佐藤さん, 山田花子様, 田中部長, 森先生) or beside a cue (名前は…, 氏名：…, …と申します);
-* a run of katakana (a foreign name) that is not a common word, before an honorific or beside a
-  cue (スミスさん, ジョン・スミス様), and a listed given name in hiragana before one (さくらちゃん).
+* a listed surname and a listed given name, in kanji or kana (山田花子, 鈴木一郎, 山田さゆり,
+  木村 陽一), or a listed surname and two or three kanji that make no word (田中幹子の);
+* before an honorific or title, its reading or age in brackets, or beside a cue (佐藤さん,
+  山田花子様, 田中部長, 石原知事, 馬渕健一（まぶち・けんいち）, 名前は…, …と申します): a
+  listed surname, a surname ending a longer run of kanji, a run of kanji that is no common word
+  and does not end like a role or body, a run of katakana (スミスさん) that is no role word and
+  no country, a listed given name in hiragana (さくらちゃん);
+* a foreign name in katakana led by a listed given name (リチャード・ストールマン).
+
+In text without kana, `find_japanese_full_names` reads short strings (a value, a tool call's
+arguments) for a listed surname and given name in kanji alone (鈴木一郎).
 """
 
 from __future__ import annotations
@@ -27,11 +33,11 @@ _HIRAGANA_RUN = re.compile("[\u3041-\u3096]+")
 _KANA_HONORIFIC = re.compile("さん|さま|くん|ちゃん")
 _KANA_HONORIFICS = ("さん", "さま", "くん", "ちゃん", "はん", "どの")
 # kanji honorifics and titles that follow a name, glued to its run (longest first)
-_KANJI_HONORIFICS = tuple(sorted(
+_KANJI_HONORIFICS = tuple(sorted(set(
     "様 氏 君 殿 先生 教授 博士 准教授 名誉教授 部長 課長 社長 副社長 係長 室長 所長 院長 店長 会長 名誉会長 理事長 局長 "
     "次長 主任 専務 常務 取締役 頭取 選手 議員 医師 弁護士 監督 容疑者 被告 代表 先輩 夫人 嬢 女史 首相 元首相 大統領 "
     "元大統領 知事 都知事 府知事 県知事 市長 町長 村長 区長 議長 長官 大臣 外相 国防相 判事 検事 裁判官 騎手 元騎手 "
-    "投手 捕手 内野手 外野手 棋士 党首 総裁 幹事長 委員長 校長 教諭 記者 特派員 容疑者 被告人".split(), key=len, reverse=True))
+    "投手 捕手 内野手 外野手 棋士 党首 総裁 幹事長 委員長 校長 教諭 記者 特派員 被告人".split()), key=len, reverse=True))
 # katakana titles after a name (菊間千乃アナウンサー, 渡辺恒雄オーナー)
 _KATAKANA_TITLES = ("アナウンサー", "オーナー", "キャプテン", "プロデューサー", "ディレクター", "コーチ")
 _AFTER_CUE = re.compile("と(?:申します|申し上げます|いいます|言います|申す)")
@@ -56,9 +62,6 @@ def _foreign_full_name(run: str) -> bool:
     given name (リチャード・ストールマン, ジョージ・W・ブッシュ; not ビジネス・モデル)."""
     parts = [p for p in _NAME_DOTS.split(run) if p]
     return 2 <= len(parts) <= 5 and parts[0] in ja_foreign_given() and not any(p in ja_places() for p in parts)
-
-
-_FOREIGN_RARE = 4.0
 
 
 _KANA_ALL = re.compile("[\u3041-\u3096\u30a1-\u30fa]+")
@@ -107,7 +110,7 @@ def _surname_end(run: str) -> int:
 
 
 def _kanji_name(run: str, context: bool) -> int:
-    """The length of the name at the start of the kanji run `run`, or 0."""
+    """The length of the name at the start of the kanji run `run` (all of it), or 0."""
     s = _surname_at(run)
     given = run[s:]
     if s and given in ja_given():
@@ -117,11 +120,20 @@ def _kanji_name(run: str, context: bool) -> int:
     if (s >= 2 and 2 <= len(given) <= 3 and ja_zipf(given) == 0 and ja_zipf(run) == 0
             and not any(c in _NOT_GIVEN_CHARS for c in given)):
         return len(run)  # 田中幹子の, 上野由岐子は: a surname and a given part that is no word
-    if (context and 2 <= len(run) <= 4 and ja_zipf(run) < _UNLISTED and run[-1] not in _NOT_NAME_ENDS
-            and run not in ja_places() and not (len(run) >= 3 and run[-2:] not in ja_given()
-                                                and (ja_zipf(run[-2:]) >= _UNLISTED or run[-2:] in _KANJI_HONORIFICS))):
-        return len(run)  # (not 自由契約, 同国代表: a word ends it)
-    return 0
+    return len(run) if context and _unlisted_name(run) else 0
+
+
+def _unlisted_name(run: str) -> bool:
+    """Can a run of kanji with no listed surname be a name beside an honorific (鈴原さん)? Not a
+    word (統括), a role, body or place (担当者, 福島), nor a run a word ends (自由契約, 同国代表;
+    a listed given name may: 馬渕健一)."""
+    if not 2 <= len(run) <= 4 or ja_zipf(run) >= _UNLISTED or run[-1] in _NOT_NAME_ENDS or run in ja_places():
+        return False
+    tail = run[-2:]
+    return len(run) < 3 or tail in ja_given() or (ja_zipf(tail) < _UNLISTED and tail not in _KANJI_HONORIFICS)
+
+
+_KANA_CONT = re.compile("[\u3041-\u3096]")  # (not a particle: a name does not go on in hiragana)
 
 
 def _kana_given_after(text: str, j: int) -> int:
@@ -132,9 +144,6 @@ def _kana_given_after(text: str, j: int) -> int:
                                          or text.startswith(_KANA_HONORIFICS, j + k)):
             return k
     return 0
-
-
-_KANA_CONT = re.compile("[\u3041-\u3096]")  # (not a particle: a name does not go on in hiragana)
 
 
 def _honorific_after(text: str, j: int) -> bool:
@@ -340,7 +349,7 @@ def japanese_name_parts(name: str) -> list[str]:
     parts of a foreign name in katakana of three characters or more that are no common word
     (リチャード・ストールマン -> ストールマン)."""
     if _NAME_DOTS.search(name):
-        return [p for p in _NAME_DOTS.split(name) if len(p) >= 3 and ja_zipf(p) < _FOREIGN_RARE]
+        return [p for p in _NAME_DOTS.split(name) if len(p) >= 3 and ja_zipf(p) < _COMMON]
     k = _surname_at(name)
     if not k or k == len(name):
         return []

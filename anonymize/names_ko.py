@@ -3,12 +3,14 @@
 Korean writes a word and its particles together (김민수가, 김민수씨는), so a name is the start of
 a run of Hangul syllables, the rest a particle, an honorific or both. A run's start is a name:
 
-* before an honorific or title (김민수 씨, 박지영 고객님, 이서연님, 최 과장님 needs a given
-  name: 최민호 과장님), or after a cue (이름: 정하늘, 제 이름은 이서연입니다, 담당자 한결):
-  a listed surname (or a rare one) and one or two given-name syllables, or a given name alone
-  (민수 씨), when the run is not a common word (아저씨, 하느님, 사장님);
-* on its own: a common surname and a listed given name (김민수가 왔다), when neither the name
-  nor the run is a common word.
+* beside an honorific or title (김민수 씨, 박지영 고객님, 이서연님, 박정희 대통령) or after a cue
+  (이름: 정하늘, 제 이름은 이서연입니다): a surname (a rare one too) and one or two syllables,
+  or a given name alone (민수 씨), when the run is no common word (아저씨, 하느님, 사장님) and
+  the rest after the surname no common ending (하지만);
+* a common surname with a title glued on or after it (김장관, 이씨는, 최 영사);
+* on its own: a common surname and a listed given name (김민수가 왔다), a listed given name
+  alone with a particle (현우는, 지영이가), or a common surname and two given-name syllables
+  that make no word, with a particle (한승원이), when none of it is a common word.
 """
 
 from __future__ import annotations
@@ -159,10 +161,10 @@ def _given_alone(run: str) -> int:
     return 2 if rest in _PARTICLE_SET and not _word(run) else 0
 
 
-_GIVEN_ALONE = 3.5
+_GIVEN_ALONE = 3.5  # a given name alone at least this common (보람, 은혜) is a word
 # syllables that before a title say which one, not whose (전 장관: the former minister,
 # 여선생: a woman teacher, 고 선생: the late teacher)
-_TITLE_PREFIXES = frozenset("전현여남각부총구고")  # a given name alone at least this common (보람, 은혜) is a word
+_TITLE_PREFIXES = frozenset("전현여남각부총구고")
 
 
 def _unlisted_full(run: str) -> int:
