@@ -129,15 +129,21 @@ def german_words() -> frozenset[str]:
     return frozenset(w for w in top_n_list("de", 50_000) if len(w) >= 3 and w.isalpha()) - first
 
 
-def _zh_common() -> dict[str, float]:
-    """Zipf frequencies (wordfreq) of the Chinese words of two or more characters at least as
-    frequent as zipf 3.0: 文明 4.98, 祝贺 4.16, 贺卡 3.3, 卢布 are there; 王芳 2.08, 李强 2.82,
-    许立群 are not (jieba tags some of the former as names)."""
+@functools.cache
+def _zipf(lang: str) -> dict[str, float]:
+    """wordfreq's zipf frequency of each word of `lang` at least as frequent as zipf 3.0."""
     import math
 
     from wordfreq import get_frequency_dict
 
-    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict("zh").items() if f >= 10**-6 and len(w) >= 2}
+    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict(lang).items() if f >= 10**-6}
+
+
+def _zh_common() -> dict[str, float]:
+    """Zipf frequencies (wordfreq) of the Chinese words of two or more characters at least as
+    frequent as zipf 3.0: 文明 4.98, 祝贺 4.16, 贺卡 3.3, 卢布 are there; 王芳 2.08, 李强 2.82,
+    许立群 are not (jieba tags some of the former as names)."""
+    return {w: z for w, z in _zipf("zh").items() if len(w) >= 2}
 
 
 ZH_ZIPF: dict[str, float] = _zh_common()
@@ -238,16 +244,6 @@ def _data_lines(name: str) -> list[str]:
 
     text = importlib.resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-
-
-@functools.cache
-def _zipf(lang: str) -> dict[str, float]:
-    """wordfreq's zipf frequency of each word of `lang` at least as frequent as zipf 3.0."""
-    import math
-
-    from wordfreq import get_frequency_dict
-
-    return {w: round(math.log10(f) + 9, 2) for w, f in get_frequency_dict(lang).items() if f >= 10**-6}
 
 
 def ja_zipf(word: str) -> float:

@@ -27,7 +27,10 @@ from .gazetteer import (
     NOT_PERSON_WORDS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk, is_hangul, unspaced_name_char
-from .names_ja import KANA, find_japanese_full_names, find_japanese_names, is_japanese, ja_surname_len, japanese_word, japanese_name_parts, looks_like_japanese_name
+from .names_ja import (
+    KANA, find_japanese_full_names, find_japanese_names, is_japanese, ja_surname_len, japanese_name_parts, japanese_word,
+    looks_like_japanese_name,
+)
 from .names_ko import HANGUL_RUN, find_korean_names, is_korean, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
@@ -579,9 +582,10 @@ def mention_spans(text: str, words: frozenset[str] | set[str], json_text: bool =
     English word ("Will") is matched with its capital only, the others in any case; a word in no
     name list, taken for a name because it is rare, is not looked for (it may be an identifier:
     class Iterable); Chinese and Japanese names anywhere but where one begins a doctrine named
-    after its person (邓小平 ... 邓小平理论, names_zh.is_doctrine); Korean names where a word starts. With json_text, for the encoded text of a JSON body:
-    a mention right after an escape (\\n, \\") or right before one counts as it does in the
-    decoded string. `lo`: lower_same_length(text), if the caller has it."""
+    after its person (邓小平 ... 邓小平理论, names_zh.is_doctrine); Korean names where a word
+    starts. With json_text, for the encoded text of a JSON body: a mention right after an escape
+    (\\n, \\") or right before one counts as it does in the decoded string. `lo`:
+    lower_same_length(text), if the caller has it."""
     found: list[tuple[int, int, int]] = []  # (start, rank, end): folded before plain before Chinese
     cjk = [w for w in words if unspaced_name_char(w[0])]
     if cjk:
