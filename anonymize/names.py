@@ -694,6 +694,8 @@ NAME_KEY = re.compile(
     r"|^(?:customer|patient|contact|author|sender|recipient|owner|assignee|reviewer|employee|passenger|guest"
     r"|cardholder|card_holder|account_holder|beneficiary|spouse|person|attendee|signatory)$"
     r"|^(?:姓名|名字|联系人|客户|收件人|收货人|患者|用户姓名|持卡人)$"
+    r"|^(?:氏名|名前|お名前|顧客名|患者名|担当者名|宛名)$"
+    r"|^(?:이름|성명|성함|고객명|환자명|담당자|수신인|예금주)$"
 )
 _NAME_VALUE = re.compile(r"[A-Za-z\u00c0-\u024f'\u2019.\-]+(?: [A-Za-z\u00c0-\u024f'\u2019.\-]+){0,3}")
 

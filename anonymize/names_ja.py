@@ -282,14 +282,17 @@ def find_japanese_names(text: str, out: list[Span]) -> None:
                 break
 
 
+_SPACED_KANJI = re.compile("[\u4e00-\u9fff\u3005]{1,4}[ \u3000][\u4e00-\u9fff\u3005]{1,3}")
+
+
 def looks_like_japanese_name(value: str) -> bool:
     """Could `value`, found under a name-like key, be a Japanese name (山田花子, 山田 花子,
     さゆり, スズキ・イチロウ)?"""
     s = re.sub("[ \u3000\u30fb\uff65]", "", value)
     if not 2 <= len(s) <= 10:
         return False
-    if _KANJI_RUN.fullmatch(s):
-        return _surname_at(s) > 0 and len(s) - _surname_at(s) <= 3
+    if _KANJI_RUN.fullmatch(s):  # a listed surname, or surname and given name apart (鈴原 美咲)
+        return (_surname_at(s) > 0 and len(s) - _surname_at(s) <= 3) or _SPACED_KANJI.fullmatch(value.strip()) is not None
     if re.fullmatch("[\u30a1-\u30fa\u30fc]+", s):
         return s not in _KATAKANA_ROLES and (s != value.strip() or ja_zipf(s) < _COMMON_KATAKANA)
     k = _surname_at(s)

@@ -200,6 +200,7 @@ def test_technical_text_is_left_alone(lang):
     ({"patient_name": "山田花子"}, ["山田花子"]),
     ({"name": "スズキ・イチロウ"}, ["スズキ", "イチロウ"]),
     ({"name": "さゆり"}, ["さゆり"]),
+    ({"氏名": "鈴原 美咲", "이름": "도율"}, ["鈴原", "美咲", "도율"]),  # keys in the language of the value
     ({"messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
         "name": "lookup_customer", "arguments": json.dumps({"name": "최동현", "customer": "鈴木一郎"}, ensure_ascii=False)}}]}]},
      ["최동현", "鈴木一郎"]),
