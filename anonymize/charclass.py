@@ -3,6 +3,7 @@ stays full-width), letters keep their case, CJK stays CJK, everything else is ke
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from .gazetteer import CN_GIVEN_CHARS
@@ -36,6 +37,18 @@ def unspaced_name_char(ch: str) -> bool:
     """A character of a script that writes names without spaces around them (Chinese, Japanese,
     Korean, where particles glue to a name): a mention of such a name is looked for anywhere."""
     return is_cjk(ch) or is_hangul(ch) or is_kana(ch) or ch == "\u3005"
+
+
+_IDEOGRAPH_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
+
+
+def outweighs_ideographs(text: str, script_run: re.Pattern, share: float = 0.25) -> bool:
+    """Are the characters of `text` that `script_run` matches (kana, Hangul) at least `share` of
+    them and its CJK ideographs together: is the text Japanese or Korean rather than Chinese
+    that quotes a word of either?"""
+    own = sum(map(len, script_run.findall(text)))
+    ideographs = sum(map(len, _IDEOGRAPH_RUN.findall(text)))
+    return own >= share * (own + ideographs)
 
 
 def digit_like(ch: str, d: int) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .charclass import HIRAGANA, KATAKANA
+from .charclass import HIRAGANA, KATAKANA, outweighs_ideographs
 from .gazetteer import ja_foreign_given, ja_given, ja_places, ja_surnames, ja_zipf
 from .spans import PERSON, Span
 
@@ -64,17 +64,14 @@ def _foreign_full_name(run: str) -> bool:
     return 2 <= len(parts) <= 5 and parts[0] in ja_foreign_given() and not any(p in ja_places() for p in parts)
 
 
-_KANA_ALL = re.compile("[\u3041-\u3096\u30a1-\u30fa]+")
-_KANJI_ALL = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
+_KANA_RUN = re.compile("[\u3041-\u3096\u30a1-\u30fa]+")
 
 
 def is_japanese(text: str) -> bool:
     """Is `text` Japanese rather than Chinese with some kana in it: at least a quarter of its
     kana and kanji are kana (Japanese prose has about half; a Chinese text that quotes a
     Japanese word has a few)?"""
-    kana = sum(map(len, _KANA_ALL.findall(text)))
-    kanji = sum(map(len, _KANJI_ALL.findall(text)))
-    return kana >= 0.25 * (kana + kanji)
+    return outweighs_ideographs(text, _KANA_RUN)
 
 
 def japanese_word(s: str) -> bool:

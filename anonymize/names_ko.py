@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
+from .charclass import outweighs_ideographs
 from .gazetteer import KO_SURNAMES_2, KO_SURNAMES_RARE, ko_given, ko_given_syllables, ko_surnames, ko_zipf
 from .spans import PERSON, Span
 
@@ -196,15 +197,10 @@ def _honorific_next(text: str, end: int) -> bool:
     return m is not None and m.group().startswith(_HONORIFIC_T) and _rest_ok(m.group())
 
 
-_HANJA_ALL = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]+")
-
-
 def is_korean(text: str) -> bool:
     """Is `text` Korean rather than Chinese with some Hangul in it: at least a quarter of its
     Hangul and hanja are Hangul?"""
-    hangul = sum(map(len, HANGUL_RUN.findall(text)))
-    hanja = sum(map(len, _HANJA_ALL.findall(text)))
-    return hangul >= 0.25 * (hangul + hanja)
+    return outweighs_ideographs(text, HANGUL_RUN)
 
 
 def find_korean_names(text: str, out: list[Span]) -> None:
