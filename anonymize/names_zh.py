@@ -17,7 +17,8 @@ import bisect
 import functools
 import re
 from itertools import accumulate, compress
-from operator import add, itemgetter, not_
+
+import numpy as np
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
@@ -43,6 +44,8 @@ _CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
 )
 # a run of Chinese text (punctuation and full-width forms inside it), tagged in one call
 _CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
+_CJK_SPLIT = re.compile("(" + _CJK_RUN.pattern + ")")
+_NEWLINE = "\n".__eq__
 _NR = frozenset(("nr", "nrfg", "nrt"))
 DOTS = frozenset("\u00b7\u2022\u30fb")
 
@@ -78,54 +81,65 @@ def _tag(segment: str) -> list[tuple[str, str]]:
     return _tagger(segment)
 
 
-_first, _second = itemgetter(0), itemgetter(1)
-
-
 class _Tokens:
     """jieba's tokens of a text's Chinese runs: parallel lists of start and end positions (in the
-    text), words and tags, sorted by position."""
+    text), words and tags, sorted by position; `starts` and `lens` as arrays (for the tagger)."""
 
-    __slots__ = ("start", "end", "word", "tag")
+    __slots__ = ("start", "end", "word", "tag", "starts", "lens")
 
     def __init__(self, text: str) -> None:
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.word: list[str] = []
-        self.tag: list[str] = []
-        runs = [m.span() for m in _CJK_RUN.finditer(text)]
-        if not runs:
+        parts = _CJK_SPLIT.split(text)  # the gaps and the runs between them: gap, run, gap, ...
+        if len(parts) == 1:
+            self.start, self.end, self.word, self.tag = [], [], [], []
+            self.starts = self.lens = np.zeros(0, dtype=np.int64)
             return
+        runs = parts[1::2]
         # every run tagged in one call, the runs joined by line breaks (jieba never joins words
-        # across one); the separators' tokens are dropped and positions mapped back, all with
-        # C-level maps over the token lists
-        tagged = _tag("\n".join([text[a:b] for a, b in runs]))
-        words = list(map(_first, tagged))
-        tags = list(map(_second, tagged))
-        offs = list(accumulate(map(len, words), initial=0))
+        # across one); the separators' tokens are dropped and positions mapped back, with
+        # C-level maps over the tokens and array arithmetic
+        words, tags = zip(*_tag("\n".join(runs)))
+        n = len(words)
+        lens = np.fromiter(map(len, words), np.int64, n)
+        ends = np.cumsum(lens)
         if len(runs) == 1:
-            shift = runs[0][0]
-            self.start = list(map(shift.__add__, offs[:-1]))
-            self.end = list(map(shift.__add__, offs[1:]))
-            self.word = words
-            self.tag = tags
-            return
-        joined = list(accumulate((b - a + 1 for a, b in runs), initial=0))  # each run's start when joined
-        shifts = [a - j for (a, _), j in zip(runs, joined)]
-        is_sep = list(map("\n".__eq__, words))
-        if sum(is_sep) == len(runs) - 1:  # each separator one token: no bisect per token
-            shift_of = list(map(shifts.__getitem__, accumulate(is_sep)))  # by the separators before a token
-            keep = list(map(not_, is_sep))
-            self.start = list(compress(map(add, offs, shift_of), keep))
-            self.end = list(compress(map(add, offs[1:], shift_of), keep))
-            self.word = list(compress(words, keep))
-            self.tag = list(compress(tags, keep))
-            return
+            ends += len(parts[0])
+            keep = None
+        else:
+            sep = np.fromiter(map(_NEWLINE, words), np.bool_, n)
+            if int(sep.sum()) != len(runs) - 1:  # (never seen: a separator inside a token)
+                self._slow(parts, words, tags)
+                return
+            # each run moves by the gaps before it, less the separators before it
+            shift = np.fromiter(map(len, parts[0::2]), np.int64, len(runs) + 1)[:-1]
+            shift[1:] -= 1
+            np.cumsum(shift, out=shift)
+            ends += shift[np.cumsum(sep)]
+            keep = ~sep
+            lens, ends = lens[keep], ends[keep]
+        self.starts, self.lens = ends - lens, lens
+        self.start, self.end = self.starts.tolist(), ends.tolist()
+        if keep is None:
+            self.word, self.tag = list(words), list(tags)
+        else:
+            k = keep.tolist()
+            self.word, self.tag = list(compress(words, k)), list(compress(tags, k))
+
+    def _slow(self, parts: list[str], words: tuple[str, ...], tags: tuple[str, ...]) -> None:
+        """Positions where a separator did not stay a token of its own: each token's run found
+        by its offset in the joined string."""
+        runs = parts[1::2]
+        joined = list(accumulate((len(r) + 1 for r in runs), initial=0))  # each run's start when joined
+        run_start = list(accumulate(map(len, parts), initial=0))[1::2]
+        shifts = [a - j for a, j in zip(run_start, joined)]
+        offs = list(accumulate(map(len, words), initial=0))
         keep = [k for k, w in enumerate(words) if w != "\n"]
         run_of = [bisect.bisect_right(joined, offs[k]) - 1 for k in keep]
         self.start = [offs[k] + shifts[r] for k, r in zip(keep, run_of)]
         self.end = [offs[k + 1] + shifts[r] for k, r in zip(keep, run_of)]
         self.word = [words[k] for k in keep]
         self.tag = [tags[k] for k in keep]
+        self.starts = np.array(self.start, dtype=np.int64)
+        self.lens = np.array(self.end, dtype=np.int64) - self.starts
 
     def at_or_before(self, pos: int) -> int:
         return max(bisect.bisect_right(self.start, pos) - 1, 0)
@@ -143,7 +157,7 @@ def find_chinese_names(text: str, out: list[Span]) -> None:
     toks = _Tokens(text)
     if not toks.word:
         return
-    nr = [i for i, t in enumerate(toks.tag) if t in _NR]
+    nr = list(compress(range(len(toks.tag)), map(_NR.__contains__, toks.tag)))
     n0 = len(out)
     tagged = tag_text(text, toks)
     # the rules' names lie inside jieba's tokens, where the tagger read: each rule runs only
@@ -768,11 +782,31 @@ _CN_GLUED_WORDS = frozenset(f + t for f in CN_SURNAMES_1 | CN_SURNAMES_2 for t i
 _CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_AFTER_NAME | _CN_OBJECT_VERBS  # the words _context looks for
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _beside_word(w: str) -> bool:
+class _WordTest(dict):
+    """A test of a word, remembered per word (jieba's words repeat): `test.get_many(words)`
+    maps a token list in one C-level pass. Bounded: cleared when it holds 65,536 words."""
+
+    __slots__ = ("_test", "get_many")
+
+    def __init__(self, test) -> None:
+        super().__init__()
+        self._test = test
+        self.get_many = functools.partial(map, self.__getitem__)
+
+    def __missing__(self, w: str) -> bool:
+        if len(self) >= 1 << 16:
+            self.clear()
+        r = self[w] = self._test(w)
+        return r
+
+
+def _is_beside_word(w: str) -> bool:
     """A title, honorific, speech or person verb, role word (…长, …员) or surname and title as
     one word (江主席): what _titled looks beside."""
     return w in _CN_BESIDE or (w[-1] in _CN_ROLE_LAST and w.endswith(_CN_ROLE_ENDS)) or w in _CN_GLUED_WORDS
+
+
+_beside_word = _WordTest(_is_beside_word)
 
 
 def _titled(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
@@ -782,7 +816,7 @@ def _titled(text: str, toks: _Tokens, out: list[Span], tagged: Tagged) -> None:
     next to a title, role word or speech verb are looked at."""
     word = toks.word
     n = len(word)
-    hits = list(compress(range(n), map(_beside_word, word)))
+    hits = list(compress(range(n), _beside_word.get_many(word)))
     if not hits:
         return
     beside, glued = _CN_BESIDE, _CN_GLUED_WORDS
@@ -849,15 +883,17 @@ _CN_SPLIT_GIVEN_MIN = 4.5
 _CN_SPLIT_SURNAMES = frozenset(CN_SUB_SURNAMES)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _surname_ends(w: str) -> bool:
+def _is_surname_end(w: str) -> bool:
     """A surname alone, or glued to a preposition or cue before it (给林, 客户王)."""
     return w[-1] in _CN_SPLIT_SURNAMES and (len(w) == 1 or w[:-1] in _CN_GLUED_BEFORE or w[:-1] in _CN_TRIGGER_SET)
 
 
+_surname_ends = _WordTest(_is_surname_end)
+
+
 def _split_names(text: str, toks: _Tokens, out: list[Span]) -> None:
     word, tag, start, end_ = toks.word, toks.tag, toks.start, toks.end
-    for i in compress(range(len(word) - 1), map(_surname_ends, word)):
+    for i in compress(range(len(word) - 1), _surname_ends.get_many(word)):
         w = word[i]
         if end_[i] != start[i + 1]:
             continue

@@ -132,9 +132,9 @@ def features(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask):  # pragma:
 
 @njit(cache=True)
 def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, trans):  # pragma: no cover (compiled)
-    """(positions in the text, name spans [start, end) in the text, name margins) of the
-    characters `features` describes, without building the feature matrix: the best labelling's
-    names (`name_spans`) and each character's `name_margin`."""
+    """(positions in the text, name spans [start, end) in the text, name margins, the highest
+    margin or -inf) of the characters `features` describes, without building the feature
+    matrix: the best labelling's names (`name_spans`) and each character's `name_margin`."""
     pos, tok_of, first, cp, whash = _sequence(starts, lens, codes, sur_t.shape[0])
     n = cp.shape[0]
     nl = trans.shape[0]
@@ -147,7 +147,12 @@ def tag(starts, lens, codes, tcode, sur_t, sur2_t, giv_t, mask, table, scale, tr
     for i in range(n):
         _row(i, o, cp, pos, tok_of, first, lens, tcode, whash, sur_t, sur2_t, giv_t, mask, c, s, s2, g)
         _emission(o, table, scale, e[i])
-    return pos, name_spans(_decode(e, trans), pos), name_margin(e, trans)
+    margin = name_margin(e, trans)
+    peak = -np.inf
+    for i in range(n):
+        if margin[i] > peak:
+            peak = margin[i]
+    return pos, name_spans(_decode(e, trans), pos), margin, peak
 
 
 @njit(cache=True)

@@ -85,11 +85,9 @@ _tag_code = _TagCodes().__getitem__
 
 
 def _inputs(text: str, toks: _Tokens) -> tuple:
-    starts = np.array(toks.start, dtype=np.int64)
-    lens = np.fromiter(map(len, toks.word), dtype=np.int64, count=len(toks.word))
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     tcode = np.fromiter(map(_tag_code, toks.tag), dtype=np.uint64, count=len(toks.tag))
-    return (starts, lens, codes, tcode, *gazetteer_tables(), _MASK)
+    return (toks.starts, toks.lens, codes, tcode, *gazetteer_tables(), _MASK)
 
 
 def features(text: str, toks: _Tokens) -> tuple[np.ndarray, np.ndarray]:
@@ -151,10 +149,13 @@ class Tagged:
     """What the tagger says of a text: the names it finds (`spans`, [start, end) in the text;
     none crosses a gap between runs), and, asked, how plausible a name is elsewhere."""
 
-    __slots__ = ("spans", "_text_len", "_pos", "_margin_at", "_margin", "_margin_list")
+    __slots__ = ("spans", "peak", "_text_len", "_pos", "_margin_at", "_margin", "_margin_list")
 
-    def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, margin_at: np.ndarray) -> None:
+    def __init__(self, spans: list[tuple[int, int]], text_len: int, pos: np.ndarray, margin_at: np.ndarray, peak: float) -> None:
         self.spans = spans
+        # the highest margin anywhere the tagger read (0 where it found a name; -inf where it
+        # read nothing): a name inside its runs is at least this much less plausible
+        self.peak = peak
         self._text_len, self._pos, self._margin_at = text_len, pos, margin_at
         self._margin: np.ndarray | None = None
         self._margin_list: list[float] | None = None
@@ -168,12 +169,6 @@ class Tagged:
             self._margin = np.full(self._text_len, np.inf)
             self._margin[self._pos] = self._margin_at
         return self._margin
-
-    @property
-    def peak(self) -> float:
-        """The highest margin anywhere the tagger read (0 where it found a name; -inf where it
-        read nothing): a name inside its runs is at least this much less plausible."""
-        return float(self._margin_at.max()) if len(self._pos) else -np.inf
 
     @property
     def margin_list(self) -> list[float]:
@@ -191,10 +186,10 @@ class Tagged:
 def tag_text(text: str, toks: _Tokens) -> Tagged:
     """The tagger's names in `text`, over its Chinese runs (jieba's tokens `toks`)."""
     if not toks.word:
-        return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros(0))
+        return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros(0), -np.inf)
     m = model()
-    pos, spans, margin_at = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
-    return Tagged(list(map(tuple, spans.tolist())), len(text), pos, margin_at)
+    pos, spans, margin_at, peak = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    return Tagged(list(map(tuple, spans.tolist())), len(text), pos, margin_at, peak)
 
 
 def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:

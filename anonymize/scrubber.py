@@ -92,6 +92,18 @@ def _encoder(separators: tuple[str, str]) -> json.JSONEncoder:
     return enc
 
 
+_JSON_OPENERS = (b"{", b"[")
+
+
+def _body_separators(body: bytes) -> tuple[str, str]:
+    """_separators of a body known to be valid UTF-8, decoding only the characters it looks at
+    (at most 4 bytes each; a character cut at the end of a slice is dropped)."""
+    short = body[: 4 * 256 + 4].decode("utf-8", "ignore")
+    if _ITEM_SPACE.search(short, 0, 256) and _KEY_SPACE.search(short, 0, 256):
+        return ", ", ": "
+    return _separators(body[: 4 * 4096 + 4].decode("utf-8", "ignore"))
+
+
 def _separators(text: str) -> tuple[str, str]:
     # a short look first: most bodies show both separators in their first few keys
     item = ", " if _ITEM_SPACE.search(text, 0, 256) or _ITEM_SPACE.search(text, 0, 4096) else ","
@@ -550,6 +562,18 @@ class Scrubber:
             gc.enable()
 
     def _scrub_body(self, body: bytes, content_type: str | None) -> ScrubbedBody:
+        ct = (content_type or "").lower()
+        fast = body[:1] in _JSON_OPENERS and "event-stream" not in ct
+        if fast:
+            # a JSON body: orjson first (several times faster), where it gives what json would
+            # (fastjson); it refuses invalid UTF-8, so the body needs no decoding here
+            ok, value = fastjson.loads(body)
+            if ok:
+                done = bodywalk.scrub_parsed(self, value, _body_separators(body))
+                if done is not None:
+                    return ScrubbedBody(done[0], done[1], True, None)
+            # orjson refused the body or could not stand in for json (see fastjson): the
+            # general path below parses it with json (the strings come from the cache)
         error = None
         try:
             text = body.decode("utf-8")
@@ -557,7 +581,6 @@ class Scrubber:
             text = body.decode("utf-8", errors="replace")
             error = f"body is not valid UTF-8 (first bad byte at {e.start}); decoded with replacement characters"
         stripped = text.lstrip()
-        ct = (content_type or "").lower()
         if "event-stream" in ct or stripped.startswith(("data:", "event:")):
             from .sse import scrub_sse
 
@@ -567,14 +590,12 @@ class Scrubber:
             except RecursionError:
                 error = _join(error, "event stream nested too deeply; scrubbed as text")
         elif stripped[:1] in ("{", "[") or (content_type and "json" in content_type.lower()):
-            # orjson first (several times faster), where it gives what json would (fastjson)
-            ok, value = fastjson.loads(body if error is None else text)
-            if ok:
-                done = bodywalk.scrub_parsed(self, value, _separators(text))
-                if done is not None:
-                    return ScrubbedBody(done[0], done[1], True, error)
-                # orjson could not stand in for json here (see fastjson): parse again with
-                # json and take the general path (the strings come from the cache)
+            if not fast or error is not None:  # (whitespace before the JSON; invalid UTF-8 replaced)
+                ok, value = fastjson.loads(body if error is None else text)
+                if ok:
+                    done = bodywalk.scrub_parsed(self, value, _separators(text))
+                    if done is not None:
+                        return ScrubbedBody(done[0], done[1], True, error)
             try:
                 value = json.loads(text)
             except RecursionError:
