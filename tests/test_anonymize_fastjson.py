@@ -95,3 +95,18 @@ def test_plain_floats_are_formatted_as_repr():
     assert fastjson.orjson.dumps(vals).decode() == json.dumps(vals, separators=(",", ":"))
     assert not fastjson.plain_floats([1e-05]) and not fastjson.plain_floats([1e16]) and not fastjson.plain_floats([float("inf")])
     assert not fastjson.plain_floats([float("nan")]) and fastjson.plain_floats([0.7, 100.0, -0.0])
+
+
+def test_body_separators_as_read_from_the_decoded_text():
+    """The JSON fast path reads a body's separators from its head bytes: the same answer as
+    from the whole decoded text, wherever the first separator stands and however wide the
+    characters before it are (a character cut at the end of a slice)."""
+    from shadowreplay.anonymize.scrubber import _body_separators, _separators
+
+    bodies = []
+    for pad in ("", "x" * 300, "中" * 300, "\U0001f600" * 300, "中" * 1500, "x" * 5000, "é" * 2100):
+        for seps in ((",", ":"), (", ", ": "), (", ", ":"), (",", ": ")):
+            value = {"p": pad, "a": [1, 2], "b": {"c": "d"}}
+            bodies.append(json.dumps(value, ensure_ascii=False, separators=seps).encode())
+    for body in bodies:
+        assert _body_separators(body) == _separators(body.decode()), body[:40]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rjieba
 
 from shadowreplay.anonymize import names_zh_model as zm
-from shadowreplay.anonymize.names_zh import _Tokens
+from shadowreplay.anonymize.names_zh import _CJK_SPLIT, _Tokens
 
 
 def test_shipped_model_was_trained_on_todays_gazetteer():
@@ -172,3 +173,22 @@ def test_weights_quantized_to_bytes_tag_as_the_float_weights_do():
         _, x = zm.features(text, _Tokens(text))
         same += exact.tag(x) == quantized.tag(x)
     assert same == len(texts)
+
+
+@pytest.mark.parametrize("text", [
+    "李建国说今天开会",
+    "Hello! 李建国说：今天开会。\n他在 2024 年去了北京，见到王 x 建国和张 1 伟",
+    "订单\u3000号码：１２３　客户　王芳小姐\x00下一段：张伟老师说好的",
+    "a 中 b 文字 c",
+])
+def test_tokens_sit_where_their_words_are(text):
+    """Every token's positions hold its word, whichever way they were mapped back from the
+    joined runs (the array path and the per-run search agree)."""
+    toks = _Tokens(text)
+    assert toks.word and all(text[a:b] == w for a, b, w in zip(toks.start, toks.end, toks.word))
+    assert toks.starts.tolist() == toks.start and toks.lens.tolist() == [len(w) for w in toks.word]
+    parts = _CJK_SPLIT.split(text)
+    words, tags = zip(*rjieba.tag("\n".join(parts[1::2])))
+    slow = _Tokens.__new__(_Tokens)
+    slow._slow(parts, words, tags)
+    assert (slow.start, slow.end, slow.word, slow.tag) == (toks.start, toks.end, toks.word, toks.tag)
