@@ -17,6 +17,7 @@ import bisect
 import functools
 import re
 from itertools import accumulate, compress
+from operator import itemgetter
 
 import numpy as np
 
@@ -45,7 +46,7 @@ _CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
 # a run of Chinese text (punctuation and full-width forms inside it), tagged in one call
 _CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
 _CJK_SPLIT = re.compile("(" + _CJK_RUN.pattern + ")")
-_NEWLINE = "\n".__eq__
+_first, _second = itemgetter(0), itemgetter(1)
 _NR = frozenset(("nr", "nrfg", "nrt"))
 DOTS = frozenset("\u00b7\u2022\u30fb")
 
@@ -97,23 +98,26 @@ class _Tokens:
         # every run tagged in one call, the runs joined by line breaks (jieba never joins words
         # across one); the separators' tokens are dropped and positions mapped back, with
         # C-level maps over the tokens and array arithmetic
-        words, tags = zip(*_tag("\n".join(runs)))
+        joined = "\n".join(runs)
+        tagged = _tag(joined)
+        words, tags = list(map(_first, tagged)), list(map(_second, tagged))
         n = len(words)
         lens = np.fromiter(map(len, words), np.int64, n)
-        ends = np.cumsum(lens)
+        ends = lens.cumsum()  # (array methods: numpy's module functions add a Python call)
         if len(runs) == 1:
             ends += len(parts[0])
             keep = None
         else:
-            sep = np.fromiter(map(_NEWLINE, words), np.bool_, n)
-            if int(sep.sum()) != len(runs) - 1:  # (never seen: a separator inside a token)
+            # a separator's token starts with the line break (no run holds one)
+            sep = np.frombuffer(joined.encode("utf-32-le"), np.uint32)[ends - lens] == 10
+            if np.count_nonzero(sep) != len(runs) - 1 or not (lens[sep] == 1).all():  # (never seen)
                 self._slow(parts, words, tags)
                 return
             # each run moves by the gaps before it, less the separators before it
             shift = np.fromiter(map(len, parts[0::2]), np.int64, len(runs) + 1)[:-1]
             shift[1:] -= 1
-            np.cumsum(shift, out=shift)
-            ends += shift[np.cumsum(sep)]
+            shift.cumsum(out=shift)
+            ends += shift[sep.cumsum()]
             keep = ~sep
             lens, ends = lens[keep], ends[keep]
         self.starts, self.lens = ends - lens, lens
@@ -124,7 +128,7 @@ class _Tokens:
             k = keep.tolist()
             self.word, self.tag = list(compress(words, k)), list(compress(tags, k))
 
-    def _slow(self, parts: list[str], words: tuple[str, ...], tags: tuple[str, ...]) -> None:
+    def _slow(self, parts: list[str], words: list[str], tags: list[str]) -> None:
         """Positions where a separator did not stay a token of its own: each token's run found
         by its offset in the joined string."""
         runs = parts[1::2]

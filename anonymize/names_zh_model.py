@@ -166,7 +166,8 @@ class Tagged:
         there scores: 0 inside the names found; +inf where the tagger saw nothing (outside the
         Chinese runs: it has no say there)."""
         if self._margin is None:
-            self._margin = np.full(self._text_len, np.inf)
+            self._margin = np.empty(self._text_len)
+            self._margin.fill(np.inf)
             self._margin[self._pos] = self._margin_at
         return self._margin
 

@@ -188,7 +188,7 @@ def test_tokens_sit_where_their_words_are(text):
     assert toks.word and all(text[a:b] == w for a, b, w in zip(toks.start, toks.end, toks.word))
     assert toks.starts.tolist() == toks.start and toks.lens.tolist() == [len(w) for w in toks.word]
     parts = _CJK_SPLIT.split(text)
-    words, tags = zip(*rjieba.tag("\n".join(parts[1::2])))
+    words, tags = map(list, zip(*rjieba.tag("\n".join(parts[1::2]))))
     slow = _Tokens.__new__(_Tokens)
     slow._slow(parts, words, tags)
     assert (slow.start, slow.end, slow.word, slow.tag) == (toks.start, toks.end, toks.word, toks.tag)
