@@ -110,7 +110,7 @@ class _Tokens:
         else:
             # a separator's token starts with the line break (no run holds one)
             sep = np.frombuffer(joined.encode("utf-32-le"), np.uint32)[ends - lens] == 10
-            if np.count_nonzero(sep) != len(runs) - 1 or not (lens[sep] == 1).all():  # (never seen)
+            if np.add.reduce(lens[sep]) != len(runs) - 1 or np.count_nonzero(sep) != len(runs) - 1:  # (never seen)
                 self._slow(parts, words, tags)
                 return
             # each run moves by the gaps before it, less the separators before it

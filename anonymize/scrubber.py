@@ -78,6 +78,7 @@ def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
 
 _ITEM_SPACE = re.compile(r'[\]}"\d],\s')
 _KEY_SPACE = re.compile(r'":\s')
+_ITEM_SPACE_BYTES = re.compile(rb'[\]}"0-9], ')  # (the usual case of _ITEM_SPACE)
 
 
 _ENCODERS: dict[tuple[str, str], json.JSONEncoder] = {}
@@ -98,6 +99,8 @@ _JSON_OPENERS = (b"{", b"[")
 def _body_separators(body: bytes) -> tuple[str, str]:
     """_separators of a body known to be valid UTF-8, decoding only the characters it looks at
     (at most 4 bytes each; a character cut at the end of a slice is dropped)."""
+    if body.find(b'": ', 0, 256) >= 0 and _ITEM_SPACE_BYTES.search(body, 0, 256):
+        return ", ", ": "  # (within the first 256 bytes, so within the first 256 characters)
     short = body[: 4 * 256 + 4].decode("utf-8", "ignore")
     if _ITEM_SPACE.search(short, 0, 256) and _KEY_SPACE.search(short, 0, 256):
         return ", ", ": "
