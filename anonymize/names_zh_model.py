@@ -106,7 +106,8 @@ def _name_spans(labels: np.ndarray, pos: np.ndarray) -> list[tuple[int, int]]:
 class Model:
     """Weights of a trained tagger: `table` (2**BITS, 3), the emission weight of each bucket per
     label, times `scale`; `trans` (3, 3) from label to label. Quantized to bytes by default, so
-    the table (384 KiB) stays in the cache: its lookups are most of the tagger's time."""
+    the table is 384 KiB: its lookups (cache misses, where other work ran in between) are most
+    of the tagger's time."""
 
     def __init__(self, bucket: np.ndarray, weight: np.ndarray, trans: np.ndarray, quantize: bool = True) -> None:
         if quantize:
