@@ -14,7 +14,6 @@ doctrine (邓小平理论, 马克思主义).
 from __future__ import annotations
 
 import bisect
-import functools
 import re
 from itertools import accumulate, compress
 from operator import itemgetter
@@ -787,15 +786,17 @@ _CN_BESIDE = _CN_TITLES | frozenset(_CN_HONORIFICS) | _CN_AFTER_NAME | _CN_OBJEC
 
 
 class _WordTest(dict):
-    """A test of a word, remembered per word (jieba's words repeat): `test.get_many(words)`
-    maps a token list in one C-level pass. Bounded: cleared when it holds 65,536 words."""
+    """A test of a word, remembered per word (jieba's words repeat): `get_many` maps a token
+    list in one C-level pass. Bounded: cleared when it holds 65,536 words."""
 
-    __slots__ = ("_test", "get_many")
+    __slots__ = ("_test",)
 
     def __init__(self, test) -> None:
         super().__init__()
         self._test = test
-        self.get_many = functools.partial(map, self.__getitem__)
+
+    def get_many(self, words: list[str]):
+        return map(self.__getitem__, words)
 
     def __missing__(self, w: str) -> bool:
         if len(self) >= 1 << 16:
