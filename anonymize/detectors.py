@@ -17,6 +17,7 @@ from .charclass import ASCII_LETTERS
 from .names import find_names, lower_same_length, mentions, name_words
 
 
+from .zh_script import simplified
 from .spans import CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
 
 __all__ = ["CARD", "CN_ID", "CN_MOBILE", "EMAIL", "IBAN", "IPV4", "IPV6", "KINDS", "PERSON", "PHONE", "SECRET",
@@ -515,6 +516,7 @@ def _secrets(text: str, lo: str, out: list[Span]) -> None:
 
 
 def _secrets_cn(text: str, out: list[Span]) -> None:
+    text = simplified(text)  # (密碼, 驗證碼 too)
     for m in _KV_CN.finditer(text):
         g = 2 if m.group(2) is not None else 3
         end = m.end(g)

@@ -34,6 +34,7 @@ from .names_ja import (
 from .names_ko import HANGUL_RUN, find_korean_names, is_korean, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
 from .spans import PERSON, Span
+from .zh_script import simplified
 
 # ---------------------------------------------------------------- Latin script
 _UP = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f"
@@ -693,7 +694,7 @@ NAME_KEY = re.compile(
     r"(?:(?:full|first|last|middle|given|family|display|legal|real|nick|sur)[-_ ]?)?name$"
     r"|^(?:customer|patient|contact|author|sender|recipient|owner|assignee|reviewer|employee|passenger|guest"
     r"|cardholder|card_holder|account_holder|beneficiary|spouse|person|attendee|signatory)$"
-    r"|^(?:姓名|名字|联系人|客户|收件人|收货人|患者|用户姓名|持卡人)$"
+    r"|^(?:姓名|名字|联系人|联络人|客户|收件人|收货人|患者|用户姓名|持卡人)$"
     r"|^(?:氏名|名前|お名前|顧客名|患者名|担当者名|宛名)$"
     r"|^(?:이름|성명|성함|고객명|환자명|담당자|수신인|예금주)$"
 )
@@ -708,7 +709,7 @@ def looks_like_name(value: str) -> bool:
     if not v or len(v) > 64:
         return False
     if any(unspaced_name_char(c) for c in v):
-        if 2 <= len(v) <= 12 and all(is_cjk(c) or c in DOTS for c in v) and (bool(surname_len(v)) or any(c in DOTS for c in v)):
+        if 2 <= len(v) <= 12 and all(is_cjk(c) or c in DOTS for c in v) and (bool(surname_len(simplified(v))) or any(c in DOTS for c in v)):
             return True
         return looks_like_korean_name(v) or looks_like_japanese_name(v)
     if not _NAME_VALUE.fullmatch(v):

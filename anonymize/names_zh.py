@@ -24,6 +24,7 @@ from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
 from .names_zh_model import Tagged, tag_text
 from .spans import PERSON, Span
+from .zh_script import simplified
 
 _CN_STOP = frozenset(
     "的是在今年了和与跟说也都就很我你他她它们来去要想从住家有没不昨这那个吗呢吧啊呀哦嗯，。！？、；："
@@ -157,6 +158,7 @@ _CN_CONTEXT_CONFIRM = 10.0
 
 
 def find_chinese_names(text: str, out: list[Span]) -> None:
+    text = simplified(text)  # (traditional script read as simplified: 陳大文 as 陈大文)
     toks = _Tokens(text)
     if not toks.word:
         return
@@ -209,7 +211,8 @@ def is_doctrine(text: str, start: int, end: int) -> bool:
     """Does the name text[start:end] begin a doctrine named after its person, one jieba word
     with what follows (邓小平理论, 马克思主义; not 王强/思想)? A mention of the person found
     elsewhere is not replaced there."""
-    return text.startswith(_CN_DOCTRINE_ENDS, end) and len(_tag(text[start : end + 2])) == 1
+    w = simplified(text[start : end + 2])  # (鄧小平理論 too)
+    return w.endswith(_CN_DOCTRINE_ENDS) and len(w) == end - start + 2 and len(_tag(w)) == 1
 
 
 def _in_doctrine(toks: _Tokens, sp: Span) -> bool:

@@ -16,6 +16,7 @@ from .detectors import PERSON, SECRET, Span, find_spans
 from .names import NAME_KEY, looks_like_name, lower_same_length, mention_spans, name_words
 from .keyedhash import KeyedSHA256
 from .substitutes import Substituter
+from .zh_script import simplified
 
 # Strings at least this long are cached whole: a system prompt shared by many requests is
 # scrubbed once and stays byte-identical (prefix caching in a replay depends on it). Short
@@ -655,7 +656,8 @@ class _KeyTest:
             return False
         hit = self.memo.get(key)
         if hit is None:
-            hit = bool(self.pattern.match(key))
+            # (a Chinese key in traditional script as in simplified: 聯繫人, 客戶)
+            hit = bool(self.pattern.match(key if key.isascii() else simplified(key)))
             if len(self.memo) < 10_000:
                 self.memo[key] = hit
         return hit

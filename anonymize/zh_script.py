@@ -1,0 +1,49 @@
+"""Traditional and simplified Chinese script, one character for one, so positions stay.
+
+The Chinese detectors read simplified text (jieba's dictionary, the name tagger and the
+gazetteers are simplified): `simplified` folds the characters only traditional text writes (陳,
+劉, 說) into their simplified forms first. A name found in traditional text gets a substitute
+in traditional script (`traditional`). The tables are OpenCC's (data/README.md)."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import re
+from pathlib import Path
+
+__all__ = ["simplified", "traditional"]
+
+
+def _lines(name: str) -> list[list[str]]:
+    with gzip.open(Path(__file__).with_name("data") / name, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
+@functools.cache
+def _t2s() -> tuple[re.Pattern, dict[int, str]]:
+    """(a pattern of the characters only traditional text writes, the table of every pair)."""
+    lines = _lines("zh_t2s.txt.gz")
+    only = "".join(t for t, _, *shared in lines if not shared)
+    return re.compile("[" + only + "]"), {ord(t): s for t, s, *_ in lines}
+
+
+@functools.cache
+def _s2t() -> dict[int, str]:
+    return {ord(s): t for s, t in _lines("zh_s2t.txt.gz")}
+
+
+def simplified(text: str) -> str:
+    """`text` in simplified script where it writes a character only traditional text writes
+    (陳大文 -> 陈大文); there the characters both scripts write are folded too (於 -> 于, as
+    traditional text means it). The same length; the text itself when it has none."""
+    find, table = _t2s()
+    if find.search(text) is None:
+        return text
+    return text.translate(table)
+
+
+def traditional(text: str) -> str:
+    """`text` with each simplified character in its usual traditional form (陈伟 -> 陳偉);
+    one that traditional text writes too (于, 后) stays."""
+    return text.translate(_s2t())
