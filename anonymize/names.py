@@ -64,6 +64,12 @@ _PARTICLE_SET = frozenset(_PARTICLES.split("|"))
 _TITLE_WORDS = frozenset(t.lower() for t in TITLES) | {"mr.", "mrs.", "ms.", "dr.", "prof.", "mx."}
 
 # the word right before a run that makes its names count (lower case)
+# family and the people around one: "my wife Priyanka", "our son Will", "my boss Grace"
+_KIN_CUES = frozenset(
+    "wife husband son daughter mother father mom mum dad brother sister friend boyfriend girlfriend fiance fiancee "
+    "partner cousin uncle aunt nephew niece grandson granddaughter grandmother grandfather grandma grandpa "
+    "boss neighbor neighbour roommate coworker classmate".split()
+)
 _STRONG_CUES = frozenset(
     "dear hi hello hey thanks thank said asked told named called customer patient client user employee "
     "colleague manager contact applicant tenant student teacher doctor nurse caller agent passenger guest "
@@ -75,6 +81,8 @@ _PERSON_VERBS = frozenset(
     "is was has had will would can could said says wrote writes began begins told asked and lives lived works "
     "worked went called joined left died born".split()
 )
+# before a capitalised word in no name list that is a frequent token ("Dear Priyanka")
+_NAMING_CUES = frozenset("dear hi hello hey customer patient named called".split())
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
 _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.|Herrn?|Frau)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
@@ -184,6 +192,18 @@ def _capital_mid_sentence(text: str, s: int) -> bool:
     """A capitalised word inside a sentence, not after another capitalised word (a title-cased
     heading such as "The Grace Period Policy" capitalises every word)."""
     return not _sentence_start(text, s) and _PREV_CAP.search(text, max(0, s - 30), s) is None
+
+
+def _kin_before(text: str, s: int) -> bool:
+    """Is the word right before position s, with only spaces between, one of _KIN_CUES
+    ("my wife Priyanka"; not "... my son. Strong ...")?"""
+    i = s
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    e = i
+    while i > 0 and e - i < 14 and text[i - 1] in ASCII_LETTERS:
+        i -= 1
+    return e < s and text[i:e].lower() in _KIN_CUES
 
 
 def _prev_word(text: str, s: int) -> str:
@@ -387,10 +407,10 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
             ok = True
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
             # (in German every noun has one: there only a cue says so)
-            ok = prev in _STRONG_CUES or post or (german and prev in _GERMAN_CUES) or (
+            ok = prev in _STRONG_CUES or post or _kin_before(text, s) or (german and prev in _GERMAN_CUES) or (
                 not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
-            ok = prev in ("dear", "hi", "hello", "hey", "customer", "patient", "named", "called")
+            ok = prev in _NAMING_CUES or _kin_before(text, s)
             if c[3] and not ok:
                 # at a sentence start a rare word may be any foreign word ("Svar till ..."):
                 # there a name is followed by a comma, a possessive or a verb of the person
@@ -398,6 +418,47 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
                     nxt is not None and nxt.group(1) in _PERSON_VERBS)
     if ok:
         out.append(Span(title_at if title_at >= 0 else s, e, PERSON))
+
+
+# ---------------------------------------------------------------- names in capitals
+# JOHN SMITH, ELEANOR R. WHITFIELD-BARNES (forms, headers, records): two to four words in capitals
+_CAPS_RUN = re.compile(
+    "[" + _UP + "]{2}[" + _UP + "'\u2019\\-]*(?:[ \t]+(?:[" + _UP + "]\\.?[ \t]+)?[" + _UP + "][" + _UP + "'\u2019\\-]+)+"
+    r"(?![\w(@/\\]|\.\w)"
+)
+
+
+_PLAIN_WORD = (False, False, True, False)
+
+
+def _caps(text: str, out: list[Span]) -> None:
+    """Names written in capitals: a listed first name and a listed surname, with at most two
+    words between them that are no plain English words (acronyms, headings and shouted sentences
+    have words of their own: ORDER BY, TABLE OF CONTENTS, I TOLD JOHN SMITH stays JOHN SMITH)."""
+    for m in _CAPS_RUN.finditer(text):
+        b = m.start()
+        if b and (text[b - 1].isalnum() or text[b - 1] in _GLUED_BEFORE):
+            continue
+        words = []  # (start, end, classification) of each word in capitals (initials left out)
+        for p in _PIECE.finditer(m.group()):
+            w = p.group()
+            if not w.isupper():  # (a lower-case letter of U+0100-U+017F)
+                words.append((0, 0, _PLAIN_WORD))
+            elif len(w) > 1 and not w.endswith("."):
+                words.append((b + p.start(), b + p.end(), _classify(w[0] + w[1:].lower())))
+        group: list = []
+        for w in [*words, None]:
+            if w is not None and not _only_word(w[2]):
+                group.append(w)
+                continue
+            # a group of words that are names or no words: first name ... surname
+            while group and not group[0][2][0]:
+                group.pop(0)
+            while group and not group[-1][2][1]:
+                group.pop()
+            if 2 <= len(group) <= 4:
+                out.append(Span(group[0][0], group[-1][1], PERSON))
+            group = []
 
 
 # ---------------------------------------------------------------- trigger phrases
@@ -486,6 +547,8 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
         _triggers(text, lo, out)
         if _CAPITAL.search(text):
             _latin(text, out)
+            if _TWO_CAPITALS.search(text):
+                _caps(text, out)
     if not ascii_text:
         if _KANA_OR_HANGUL.search(text) is None:
             find_chinese_names(text, out)
@@ -509,6 +572,8 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
 
 
 _KANA_OR_HANGUL = re.compile("[\u3041-\u30fa\uac00-\ud7a3]")
+# (a quick test for _CAPS_RUN: two ASCII capitals start it, which the engine looks for fastest)
+_TWO_CAPITALS = re.compile("[A-Z][A-Z][" + _UP + "'\u2019\\-]*[ \t]+[" + _UP + "]")
 
 
 def name_words(name: str) -> list[str]:
