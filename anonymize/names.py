@@ -86,6 +86,8 @@ _NAMING_CUES = frozenset("dear hi hello hey customer patient named called".split
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
 _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.|Herrn?|Frau)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
+_INITIAL_BEFORE = re.compile(r"(?<![\w.])[A-Z]\.?[ \t]{1,2}$")  # "J. " before Smith (not "U.S. ")
+_GIVEN_AFTER = re.compile(r",[ \t]{1,2}([A-Z][a-z]+)(?![\w-])")  # ", John" after Smith
 _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
 
 # German function words, hardly ever English ones: two of them near a candidate make its
@@ -401,13 +403,24 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
             ok = True
     else:
         c = first
+        # a surname that is a word too, with an initial before it or a first name after it (J. Smith,
+        # Smith, John; not Paris, France or Chipmunk Lane, Warren)
+        if c[1] and c[2] and text[s:e] not in NOT_PERSON_WORDS and text[s:e] not in _STREET_WORDS:
+            initial = _INITIAL_BEFORE.search(text, max(0, s - 6), s)  # J. Smith
+            if initial is not None:
+                prev = _prev_word(text, initial.start())  # Signed: J. Smith
+            given = _GIVEN_AFTER.match(text, e)  # Smith, John
+            listed = initial is not None or (given is not None and given.group(1) in NAME_FIRST
+                                             and given.group(1) not in NOT_PERSON_WORDS)
+        else:
+            listed = False
         nxt = _NEXT_WORD.match(text, e)
         post = text.startswith(("'s", "\u2019s"), e) or (nxt is not None and nxt.group(1) in _POST_CUES)
         if (c[0] or c[1]) and not c[2]:  # a name that is no word: Carla, Eleanor, Nakamura
             ok = True
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
             # (in German every noun has one: there only a cue says so)
-            ok = prev in _STRONG_CUES or post or _kin_before(text, s) or (german and prev in _GERMAN_CUES) or (
+            ok = prev in _STRONG_CUES or post or listed or _kin_before(text, s) or (german and prev in _GERMAN_CUES) or (
                 not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in _NAMING_CUES or _kin_before(text, s)
