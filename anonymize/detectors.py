@@ -408,21 +408,37 @@ def _ipv6(text: str, out: list[Span]) -> None:
 
 
 # ---------------------------------------------------------------- secrets
-# Each trigger is found with str.find on the lower-cased text (fast), then the full pattern is
-# matched at that position only.
-_SECRET_AT = {
-    "sk-": re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
-    "akia": re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
-    "asia": re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
-    "eyj": re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    "gh": re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    "xox": re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
-    "bearer": re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}"),
-}
-# (literal, search the lower-cased text?, character the text must contain for it to matter)
-_SECRET_FIND = (("sk-", True, "-"), ("AKIA", False, ""), ("ASIA", False, ""), ("eyJ", False, ""),
-                ("ghp_", True, "_"), ("gho_", True, "_"), ("ghs_", True, "_"), ("ghu_", True, "_"),
-                ("ghr_", True, "_"), ("xox", True, "-"), ("bearer", True, ""))
+# Known key formats. Each is found by a literal with str.find (fast), then its full pattern is
+# matched at that position only: (literal, search the lower-cased text?, a character the text
+# must contain for it to matter, the pattern).
+_SK = re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")  # OpenAI, Anthropic
+_AWS = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")
+_GITHUB = re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}")
+_STRIPE = re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}")  # secret and restricted keys
+_SECRET_FIND = (
+    ("sk-", True, "-", _SK),
+    ("AKIA", False, "", _AWS),
+    ("ASIA", False, "", _AWS),
+    ("eyJ", False, "", re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),  # JWT
+    ("ghp_", True, "_", _GITHUB), ("gho_", True, "_", _GITHUB), ("ghs_", True, "_", _GITHUB),
+    ("ghu_", True, "_", _GITHUB), ("ghr_", True, "_", _GITHUB),
+    ("github_pat_", False, "_", re.compile(r"github_pat_[A-Za-z0-9_]{40,}")),
+    ("xox", True, "-", re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}")),  # Slack
+    ("bearer", True, "", re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}")),
+    ("AIza", False, "", re.compile(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),  # Google (Gemini) API keys
+    ("sk_", False, "_", _STRIPE), ("rk_", False, "_", _STRIPE),
+    ("hf_", False, "_", re.compile(r"hf_[A-Za-z0-9]{30,}")),  # Hugging Face
+    ("glpat-", False, "-", re.compile(r"glpat-[A-Za-z0-9_\-]{20,}")),  # GitLab
+    ("npm_", False, "_", re.compile(r"npm_[A-Za-z0-9]{36}")),
+    ("gsk_", False, "_", re.compile(r"gsk_[A-Za-z0-9]{40,}")),  # Groq
+    ("r8_", False, "_", re.compile(r"r8_[A-Za-z0-9]{30,}")),  # Replicate
+    ("SG.", False, ".", re.compile(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}")),  # SendGrid
+    # a PEM or PGP private key: the lines of its body (the BEGIN and END lines kept), also when cut
+    # short before its END line
+    ("-----BEGIN ", False, "-", re.compile(r"-----BEGIN [A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----[ \t]*(?:\r?\n|\\n)"
+                                             r"((?:(?!-----)[A-Za-z0-9+/=:,. \t\-]*(?:\r?\n|\\n))*(?!-----)[A-Za-z0-9+/=:,. \t\-]{4,})")),
+)
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{1,64}:([^\s/@\x00\"'<>]{4,128})@")
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")
 # what must follow a key-like word for the next value to be a credential
 _KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}[\"']?([^\s\x00\"',;{}<>()\[\]]{4,})")
@@ -480,21 +496,22 @@ def _secret_value_ok(word: str, value: str) -> bool:
 
 
 def _secrets(text: str, lo: str, out: list[Span]) -> None:
-    has = {"-": "-" in text, "_": "_" in text, "": True}
-    for kw, in_lower, needs in _SECRET_FIND:
+    has = {"-": "-" in text, "_": "_" in text, ".": "." in text, "": True}
+    for kw, in_lower, needs, pat in _SECRET_FIND:
         if not has[needs]:  # cheap gate: sk-/xox- need a dash, gh?_ an underscore
             continue
         hay = lo if in_lower else text
         p = hay.find(kw)
-        if p == -1:
-            continue
-        pat = _SECRET_AT[kw[:2].lower() if kw.startswith("gh") else kw.lower()]
         while p != -1:
             if p == 0 or text[p - 1] not in _KEYWORD_CHARS:
                 m = pat.match(text, p)
                 if m:
-                    out.append(Span(p, m.end(), SECRET))
+                    out.append(Span(m.start(pat.groups), m.end(pat.groups), SECRET))
             p = hay.find(kw, p + 1)
+    if "://" in text and "@" in text:
+        for m in _URL_PASSWORD.finditer(text):  # postgres://admin:S3cretPass!@db: the password
+            if _secret_value_ok("", m.group(1)):
+                out.append(Span(m.start(1), m.end(1), SECRET))
     if "pass" in lo or "pwd" in lo:
         for m in _BARE_PASSWORD.finditer(text):  # "password hunter2", "pwd Tr0ub4dor"
             if any(c.isdigit() or not c.isalnum() for c in m.group(1)):

@@ -28,8 +28,10 @@ from .gazetteer import (
 _CN_PROVINCES = (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63, 64, 65)
 _DATE0 = _dt.date(1950, 1, 1).toordinal()
 _DATE1 = _dt.date(2005, 12, 31).toordinal()
+# the format's prefix stays (what kind of key it was is no secret; the replay sees the same shape)
 _SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-                    "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-")
+                    "github_pat_", "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-", "sk_live_", "sk_test_", "rk_live_", "rk_test_",
+                    "AIza", "hf_", "glpat-", "npm_", "gsk_", "r8_", "SG.")
 _NAME_PARTS = re.compile(r"([-'\u2019.])")
 _NAME_SEPARATORS = frozenset("-'\u2019.")
 _REDRAWS = 16  # redraws before giving up on a value that has nothing to change (no letter, no digit)

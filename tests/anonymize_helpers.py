@@ -134,6 +134,23 @@ PLANTED: list[tuple[str, str, str]] = [
     ("secret", "hunter22", "密码是 hunter22."),
     ("secret", "１２３４５６", "验证码为１２３４５６"),  # full-width digits, as IMEs type them
     ("secret", "芝麻开门吧", "口令：芝麻开门吧，快"),  # after a colon, Chinese too
+    ("secret", "S3cretPass!9", "DATABASE_URL=postgres://admin:S3cretPass!9@db.internal:5432/app"),  # in a URL
+    # known key formats, without a key word beside them
+    ("secret", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "charge it with sk_live_4eC39HqLyjWDarjtT1zdp7dc please"),
+    ("secret", "rk_test_51Hx2eF9kLmN0pQrStUvWxYz", "use rk_test_51Hx2eF9kLmN0pQrStUvWxYz here"),
+    ("secret", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI", "gemini AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI ok"),
+    ("secret", "hf_Qw3ErTy7UiOp1AsDfGh5JkLzXcVbNm2Qw8", "HF hf_Qw3ErTy7UiOp1AsDfGh5JkLzXcVbNm2Qw8 works"),
+    ("secret", "glpat-A1b2C3d4E5f6G7h8I9j0", "token glpat-A1b2C3d4E5f6G7h8I9j0 for CI"),
+    ("secret", "npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 in .npmrc"),
+    ("secret", "gsk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4", "groq gsk_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4"),
+    ("secret", "r8_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "replicate r8_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 now"),
+    ("secret", "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",
+     "mail 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 sent"),
+    ("secret", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF",
+     "gh github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEF ok"),
+    # a private key's body (the BEGIN and END lines stay)
+    ("secret", "MIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aumDoiXzPxfTqBbYd4b6xrHmVA\nxY9zAB12C3+/w==",
+     "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aumDoiXzPxfTqBbYd4b6xrHmVA\nxY9zAB12C3+/w==\n-----END RSA PRIVATE KEY-----\n"),
     # US social security numbers (dashed)
     ("us_ssn", "123-45-6789", "SSN: 123-45-6789."),
     # names
@@ -156,6 +173,8 @@ PLANTED: list[tuple[str, str, str]] = [
 
 # Text that must come back unchanged (false-positive guards)
 CLEAN: list[str] = [
+    "DATABASE_URL=postgresql://user:password@localhost:5432/app",  # a placeholder, no secret
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ\n-----END CERTIFICATE-----",  # public
     "I am going to the store at 5pm, I'm happy.",
     "我是学生，今年20岁。",
     "Version 1.2.3 was released on 2024-05-01 at 12:30:45.",

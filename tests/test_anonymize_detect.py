@@ -93,7 +93,8 @@ def test_substitutes_are_realistic(scrubber):
         else:
             assert all(w[:1].isupper() for w in sub.split())
     for value, sub in out["secret"]:
-        for prefix in ("sk-proj-", "sk-ant-api03-", "AKIA", "eyJ", "Bearer "):
+        for prefix in ("sk-proj-", "sk-ant-api03-", "AKIA", "eyJ", "Bearer ", "sk_live_", "rk_test_", "AIza", "hf_", "glpat-",
+                       "npm_", "gsk_", "r8_", "SG.", "github_pat_"):
             if value.startswith(prefix):
                 assert sub.startswith(prefix)
 
