@@ -16,6 +16,24 @@ _VOW_L = "aeiou"
 _HEX_L = "abcdef"
 
 
+def latin_letters(upper: bool) -> str:
+    """A regular-expression class body of the upper-case (or lower-case) letters of the Latin
+    blocks beyond ASCII: Latin-1, Extended-A and -B (Polish ł, Romanian ș) and Extended
+    Additional (Vietnamese ễ, ạ), as ranges. By the letters' own case: in Extended-A and -B
+    capitals and small letters alternate."""
+    test = str.isupper if upper else str.islower
+    chars = [c for c in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]) if c.isalpha() and test(c)]
+    out = []
+    i = 0
+    while i < len(chars):
+        j = i
+        while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1:
+            j += 1
+        out.append(chars[i] if i == j else chars[i] + "-" + chars[j])
+        i = j + 1
+    return "".join(out)
+
+
 def is_cjk(ch: str) -> bool:
     """A CJK ideograph: the unified block, extension A, and the supplementary ideographic planes
     (extensions B and on, where rare characters of names live). Compared as strings, which is

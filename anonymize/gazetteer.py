@@ -58,7 +58,7 @@ TITLES: frozenset[str] = frozenset("Mr Mrs Ms Miss Dr Prof Professor Mx Herr Her
 # ---------------------------------------------------------------- detection lists
 # Every Faker locale's first and last names in Latin script (romanized lists included: Japanese,
 # Chinese pinyin), so names from anywhere are known, not only English ones.
-_LATIN_NAME = re.compile(r"^[A-Z\u00c0-\u00de\u0100-\u024f][A-Za-z\u00c0-\u024f'\u2019\-]+$")
+_LATIN_NAME = re.compile(r"^[A-Z\u00c0-\u00de\u0100-\u024f\u1e00-\u1eff][A-Za-z\u00c0-\u024f\u1e00-\u1eff'\u2019\-]+$")
 
 
 def _faker_names() -> tuple[frozenset[str], frozenset[str]]:
@@ -66,9 +66,11 @@ def _faker_names() -> tuple[frozenset[str], frozenset[str]]:
     last: set[str] = set()
     for mod in pkgutil.iter_modules(_person.__path__):
         prov = importlib.import_module(f"{_person.__name__}.{mod.name}").Provider
-        for attr, into in (("first_name", first), ("first_romanized", first), ("last_name", last), ("last_romanized", last)):
+        # (first_names, first_names_female, middle_names, last_names, male_last_names, ...)
+        for attr, into in (("first_name", first), ("first_romanized", first), ("middle_name", first),
+                           ("last_name", last), ("last_romanized", last)):
             for name in dir(prov):
-                if name.startswith(attr):
+                if attr in name:
                     v = getattr(prov, name)
                     if isinstance(v, dict):
                         v = list(v)

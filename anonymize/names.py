@@ -26,7 +26,7 @@ from .gazetteer import (
     COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
     NOT_PERSON_WORDS, TITLES, german_words,
 )
-from .charclass import ASCII_LETTERS, is_cjk, is_hangul, unspaced_name_char
+from .charclass import ASCII_LETTERS, is_cjk, is_hangul, latin_letters, unspaced_name_char
 from .names_ja import (
     KANA, find_japanese_full_names, find_japanese_names, is_japanese, ja_surname_len, japanese_name_parts, japanese_word,
     looks_like_japanese_name,
@@ -37,8 +37,8 @@ from .spans import PERSON, Span
 from .zh_script import simplified
 
 # ---------------------------------------------------------------- Latin script
-_UP = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f"
-_LOW = "a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"
+_UP = "A-Z" + latin_letters(upper=True)
+_LOW = "a-z" + latin_letters(upper=False) + "\u0300-\u036f"  # (combining accents: decomposed text)
 _CAP = "[" + _UP + "][" + _LOW + "]+(?:['\\-][" + _UP + "]?[" + _LOW + "]+)?"
 # one capitalised word: O'Brien, D'Angelo, McDonald, Marie-Claire, Whitfield-Barnes (never the
 # possessive 's, which stays outside)
@@ -60,7 +60,7 @@ _GLUED_BEFORE = frozenset("_-.@/\\#$%&*+=|~^`")
 _STREET_WORDS = frozenset("Dr Rd St Ave Blvd Ln Ct Pl Hwy Pkwy Drive Road Street Avenue Boulevard Lane Court Place Way".split())
 _STREET_AFTER = re.compile(r"[ \t]+(?:Dr|Rd|St|Ave|Blvd|Ln|Ct|Pl|Hwy|Pkwy)\b\.?(?![ \t]+[A-Z][a-z])")
 _INITIAL = re.compile("[" + _UP + r"]\.?$")
-_PARTICLE_SET = frozenset(_PARTICLES.split("|"))
+NAME_PARTICLES = frozenset(_PARTICLES.split("|"))  # van, de, bin: inside names
 _TITLE_WORDS = frozenset(t.lower() for t in TITLES) | {"mr.", "mrs.", "ms.", "dr.", "prof.", "mx."}
 
 # the word right before a run that makes its names count (lower case)
@@ -81,6 +81,7 @@ _PERSON_VERBS = frozenset(
     "is was has had will would can could said says wrote writes began begins told asked and lives lived works "
     "worked went called joined left died born".split()
 )
+_DOTTED_CUES = frozenset("mr mrs ms mx dr prof attn cc".split())  # abbreviations, written with a dot
 # before a capitalised word in no name list that is a frequent token ("Dear Priyanka")
 _NAMING_CUES = frozenset("dear hi hello hey customer patient named called".split())
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
@@ -222,12 +223,15 @@ def _prev_word(text: str, s: int) -> str:
         i -= 1
         while i > lo and text[i - 1] in " \t":
             i -= 1
-    if i > lo and text[i - 1] == ".":
+    dot = i > lo and text[i - 1] == "."
+    if dot:
         i -= 1
     e = i
     while i > lo and text[i - 1] in ASCII_LETTERS:
         i -= 1
-    return text[i:e].lower()
+    word = text[i:e].lower()
+    # after a full stop only an abbreviation is the word before ("Attn. Smith"; "the agent. Such")
+    return word if not dot or word in _DOTTED_CUES else ""
 
 
 # A line of source code (a statement, a declaration, a comment, markup): there a capitalised
@@ -338,7 +342,7 @@ def _latin(text: str, out: list[Span]) -> None:
         base = m.start()
         words = []  # (start, end, word, first, last, word)
         for a, b, w in pieces:
-            if _INITIAL.match(w) or w in _PARTICLE_SET:
+            if _INITIAL.match(w) or w in NAME_PARTICLES:
                 words.append((base + a, base + b, w, None))
             else:
                 words.append((base + a, base + b, w, _as_german(w, _classify(w)) if german else _classify(w)))
@@ -353,14 +357,16 @@ def _latin(text: str, out: list[Span]) -> None:
             words.pop(0)
         street = False
         while words and (words[-1][3] is None or words[-1][2].lower() in _TITLE_WORDS or _only_word(words[-1][3])):
+            if words[-1][3] is not None and _after_particle(words, len(words) - 1):
+                break  # Alex de Grunt: a particle's word is a surname, whatever else it is
             street = street or words[-1][2] in _STREET_WORDS
             words.pop()
         if not words or street or _STREET_AFTER.match(text, m.end()):
             continue  # 12 Cheriton Dr, Baker Street: a street, not a person
         # a plain word inside ("Carla And Sandra" in a title-cased line) splits the run
         groups: list[list] = [[]]
-        for w in words:
-            if w[3] is not None and _only_word(w[3]):
+        for k, w in enumerate(words):
+            if w[3] is not None and _only_word(w[3]) and not _after_particle(words, k):
                 groups.append([])
             else:
                 groups[-1].append(w)
@@ -369,6 +375,11 @@ def _latin(text: str, out: list[Span]) -> None:
                 g.pop()
             if g:
                 _judge(text, g, title_at if g is groups[0] else -1, out, code, german)
+
+
+def _after_particle(words: list, k: int) -> bool:
+    """Does words[k] follow a particle (van, de, bin, ...) with a name word before it?"""
+    return k >= 2 and words[k - 1][3] is None and words[k - 1][2] in NAME_PARTICLES and words[k - 2][3] is not None
 
 
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
@@ -603,7 +614,7 @@ def name_words(name: str) -> list[str]:
     out = []
     for w in name.replace("\u00a0", " ").split():
         w = w.rstrip(".,")
-        if len(w) >= 2 and w.lower() not in _TITLE_WORDS and w not in _PARTICLE_SET:
+        if len(w) >= 2 and w.lower() not in _TITLE_WORDS and w not in NAME_PARTICLES:
             out.append(w)
     return out
 
@@ -776,7 +787,7 @@ NAME_KEY = re.compile(
     r"|^(?:氏名|名前|お名前|顧客名|患者名|担当者名|宛名)$"
     r"|^(?:이름|성명|성함|고객명|환자명|담당자|수신인|예금주)$"
 )
-_NAME_VALUE = re.compile(r"[A-Za-z\u00c0-\u024f'\u2019.\-]+(?: [A-Za-z\u00c0-\u024f'\u2019.\-]+){0,3}")
+_NAME_VALUE = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff'\u2019.\-]+(?: [A-Za-z\u00c0-\u024f\u1e00-\u1eff'\u2019.\-]+){0,3}")
 
 
 def looks_like_name(value: str) -> bool:
@@ -797,7 +808,7 @@ def looks_like_name(value: str) -> bool:
         w = w.strip(".")
         if not w:
             continue
-        if _INITIAL.match(w) or w in _PARTICLE_SET:
+        if _INITIAL.match(w) or w in NAME_PARTICLES:
             continue
         cap = w[:1].upper() + w[1:].lower() if w.islower() or w.isupper() else w
         first, last, word, _ = _classify(cap)

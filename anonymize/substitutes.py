@@ -15,6 +15,7 @@ import unicodedata
 from . import detectors as D
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk, is_hangul, is_kana
 from .keyedhash import KeyedSHA256
+from .names import NAME_PARTICLES
 from .names_ja import ja_name, ja_surname_len
 from .names_ko import ko_name
 from .keyedrandom import KeyedRandom
@@ -240,7 +241,8 @@ class Substituter:
             out.append(words[0])
             words = words[1:]
         for w in words:
-            out.append(self.name_word(w) if w else w)  # "" between repeated spaces
+            # ("" between repeated spaces; van, de, bin stay: no one is known by them)
+            out.append(self.name_word(w) if w and w not in NAME_PARTICLES else w)
         return " ".join(out)
 
     def name_word(self, word: str) -> str:

@@ -104,18 +104,22 @@ def test_a_rare_word_taken_for_a_name_is_not_searched_elsewhere():
     assert mention_spans("Iterable iterable", {"Iterable"}) == []
 
 
-PREV_WORD = re.compile(r"([A-Za-z]+)\.?[ \t]*[:,]?[ \t]*$")
+PREV_WORD = re.compile(r"([A-Za-z]+)(\.?)[ \t]*[:,]?[ \t]*$")
+DOTTED = {"mr", "mrs", "ms", "mx", "dr", "prof", "attn", "cc"}  # after a full stop only these count
 
 
 def test_prev_word_agrees_with_its_regex():
     rnd = random.Random(11)
-    alphabet = ["Dear", "hi", "x", "Mr", ".", ",", ":", " ", "\t", "\n", "9", "\u00e9", "said", "a", "customer"]
+    alphabet = ["Dear", "hi", "x", "Mr", "Attn", ".", ",", ":", " ", "\t", "\n", "9", "\u00e9", "said", "a", "customer"]
     for _ in range(20000):
         text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 14)))
         s = rnd.randint(0, len(text))
         m = PREV_WORD.search(text, max(0, s - 24), s)
-        assert _prev_word(text, s) == (m.group(1).lower() if m else ""), (text, s)
+        want = m.group(1).lower() if m and (not m.group(2) or m.group(1).lower() in DOTTED) else ""
+        assert _prev_word(text, s) == want, (text, s)
     assert _prev_word("Thanks, said the customer:  ", 28) == "customer"
+    assert _prev_word("Ask the agent. Such", 15) == ""  # a sentence ends: no cue
+    assert _prev_word("Attn. Smith", 6) == "attn"
 
 
 CODE_LINE = re.compile(

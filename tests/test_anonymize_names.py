@@ -255,6 +255,41 @@ def test_a_street_before_a_comma_and_a_first_name_stays(scrubber):
     assert "12 Chipmunk Lane, " in scrubber.scrub_text("Meet me at 12 Chipmunk Lane, Warren").text
 
 
+# ---------------------------------------------------------------- other Latin-script languages
+@pytest.mark.parametrize(
+    "text,names",
+    [
+        # letters of Latin Extended-B and Extended Additional (Romanian, Vietnamese)
+        ("I met Ștefan Țiriac yesterday", ["Ștefan", "Țiriac"]),
+        ("Am vorbit cu Ștefan Popescu ieri", ["Ștefan", "Popescu"]),
+        ("Tôi đã gặp Trần Thị Bích và Phạm Minh Đức", ["Trần", "Bích", "Phạm", "Minh", "Đức"]),
+        ("Ask Nguyễn Văn Hùng about it", ["Nguyễn", "Văn", "Hùng"]),
+        # a surname list of Faker's Polish locale (male_last_names) that is an English word too
+        ("Wczoraj rozmawiałem z Ksawery Tusk o zamówieniu.", ["Ksawery", "Tusk"]),
+        # the word after a particle is the surname, whatever else it is
+        ("Ik heb Alex de Grunt gesproken.", ["Alex", "Grunt"]),
+    ],
+)
+def test_names_in_other_latin_scripts(scrubber, text, names):
+    r = scrubber.scrub_text(text)
+    assert survivors(text, r.text, names) == [], r.text
+
+
+def test_particles_stay_in_the_substitute(scrubber):
+    out = scrubber.scrub_text("Pieter van der Berg called").text
+    assert out.split()[1:3] == ["van", "der"] and "Pieter" not in out and "Berg" not in out
+
+
+@pytest.mark.parametrize("text", [
+    # small letters of Latin Extended-A are no capitals (ł, ś, đ start lower-case words)
+    "To jest łatwo zrobić i śmiało idź dalej", "Chúng tôi ước tính chi phí cho dự án", "Chị ấy đang ở nhà",
+    # a cue word before a full stop is no cue for the next sentence's first word
+    "Ask the travel agent. Such trips are expensive.",
+])
+def test_small_letters_and_sentence_starts_are_no_names(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
 # ---------------------------------------------------------------- Chinese
 @pytest.mark.parametrize(
     "text,names",
