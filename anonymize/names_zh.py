@@ -22,7 +22,7 @@ import numpy as np
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
-from .names_zh_model import Tagged, tag_text
+from .names_zh_model import Tagged, _kernels, tag_text
 from .spans import PERSON, Span
 from .zh_script import simplified
 
@@ -96,37 +96,27 @@ class _Tokens:
             return
         runs = parts[1::2]
         # every run tagged in one call, the runs joined by line breaks (jieba never joins words
-        # across one); the separators' tokens are dropped and positions mapped back, with
-        # C-level maps over the tokens and array arithmetic
+        # across one)
         joined = "\n".join(runs)
         tagged = _tag(joined)
         words, tags = list(map(_first, tagged)), list(map(_second, tagged))
-        n = len(words)
-        lens = np.fromiter(map(len, words), np.int64, n)
-        ends = lens.cumsum()  # (array methods: numpy's module functions add a Python call)
+        lens = np.fromiter(map(len, words), np.int64, len(words))
         if len(runs) == 1:
-            ends += len(parts[0])
-            keep = None
+            starts = lens.cumsum()
+            starts -= lens
+            starts += len(parts[0])
+            self.word, self.tag = words, tags
         else:
-            # a separator's token starts with the line break (no run holds one)
-            sep = np.frombuffer(joined.encode("utf-32-le"), np.uint32)[ends - lens] == 10
-            if np.add.reduce(lens[sep]) != len(runs) - 1 or np.count_nonzero(sep) != len(runs) - 1:  # (never seen)
+            # the separators' tokens dropped and the positions mapped back in one compiled pass
+            starts, keep, ok = _kernels().place_tokens(lens, np.fromiter(map(len, parts), np.int64, len(parts)))
+            if not ok:  # (never seen)
                 self._slow(parts, words, tags)
                 return
-            # each run moves by the gaps before it, less the separators before it
-            shift = np.fromiter(map(len, parts[0::2]), np.int64, len(runs) + 1)[:-1]
-            shift[1:] -= 1
-            shift.cumsum(out=shift)
-            ends += shift[sep.cumsum()]
-            keep = ~sep
-            lens, ends = lens[keep], ends[keep]
-        self.starts, self.lens = ends - lens, lens
-        self.start, self.end = self.starts.tolist(), ends.tolist()
-        if keep is None:
-            self.word, self.tag = list(words), list(tags)
-        else:
+            starts, lens = starts[keep], lens[keep]
             k = keep.tolist()
             self.word, self.tag = list(compress(words, k)), list(compress(tags, k))
+        self.starts, self.lens = starts, lens
+        self.start, self.end = starts.tolist(), (starts + lens).tolist()
 
     def _slow(self, parts: list[str], words: list[str], tags: list[str]) -> None:
         """Positions where a separator did not stay a token of its own: each token's run found

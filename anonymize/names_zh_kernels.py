@@ -51,6 +51,41 @@ def _sequence(starts, lens, codes, nc):  # pragma: no cover (compiled)
     return pos, tok_of, first, cp, whash
 
 
+@njit(cache=True)
+def place_tokens(lens, plens):  # pragma: no cover (compiled)
+    """Where jieba's tokens of the runs joined by line breaks stand in the text: `lens` the tokens'
+    lengths, `plens` those of the text's parts (gap, run, gap, ..., run, gap). Returns (each
+    token's start in the text, whether it is a run's token rather than a separator, whether
+    the tokens fit the runs: each run covered by whole tokens, one one-character token between
+    two runs; False where jieba joined a line break to a word)."""
+    n = lens.shape[0]
+    nruns = (plens.shape[0] - 1) // 2
+    starts = np.empty(n, dtype=np.int64)
+    keep = np.empty(n, dtype=np.bool_)
+    if nruns == 0:
+        return starts, keep, n == 0
+    pos = plens[0]
+    left = plens[1]
+    k = 0
+    for t in range(n):
+        if left == 0:  # the separator after run k, then run k + 1
+            if lens[t] != 1 or k + 1 >= nruns:
+                return starts, keep, False
+            keep[t] = False
+            starts[t] = pos
+            pos += plens[2 * k + 2]
+            k += 1
+            left = plens[2 * k + 1]
+            continue
+        keep[t] = True
+        starts[t] = pos
+        pos += lens[t]
+        left -= lens[t]
+        if left < 0:
+            return starts, keep, False
+    return starts, keep, k == nruns - 1 and left == 0
+
+
 @njit(cache=True, inline="always")
 def _row(i, o, cp, pos, tok_of, tok_first, tok_len, tcode, whash, sur_t, sur2_t, giv_t, mask, c, s, s2, g):  # pragma: no cover (compiled)
     """Feature buckets of character i into o (NFEAT); c, s, s2, g: scratch of 5."""
