@@ -14,7 +14,7 @@ import phonenumbers
 
 from .checksums import cn_id_shaped, iban_ok, luhn_ok
 from .charclass import ASCII_LETTERS
-from .names import find_names, lower_same_length, mentions, name_words
+from .names import find_names, json_name_values, lower_same_length, mentions, name_words
 
 
 from .zh_script import simplified
@@ -584,6 +584,8 @@ def find_spans(text: str) -> list[Span]:
         _ipv6(text, spans)
     n_before = len(spans)
     find_names(text, lo, ascii_text, letters, spans)
+    if '":' in text or '" :' in text:  # JSON written out: the values of its name keys
+        json_name_values(text, spans)
     if len(spans) > n_before:  # every other mention of a name found here is the person too
         _other_mentions(text, spans, n_before)
     if not ascii_text:

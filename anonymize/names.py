@@ -790,6 +790,20 @@ NAME_KEY = re.compile(
 _NAME_VALUE = re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff'\u2019.\-]+(?: [A-Za-z\u00c0-\u024f\u1e00-\u1eff'\u2019.\-]+){0,3}")
 
 
+# a JSON member written out in a text (a tool call's arguments, JSON pasted into a message)
+_JSON_MEMBER = re.compile(r'"([^"\\\n\x00]{1,40})"[ \t]*:[ \t]*"([^"\\\n\x00]{1,64})"')
+
+
+def json_name_values(text: str, out: list[Span]) -> None:
+    """The values of name-like keys in JSON written out in `text` ({"full_name": "anna
+    kowalska"} in a tool call's arguments), as the JSON walk takes them in a parsed body."""
+    for m in _JSON_MEMBER.finditer(text):
+        key, value = m.group(1), m.group(2)
+        if NAME_KEY.match(key if key.isascii() else simplified(key)) and looks_like_name(value):
+            a = m.start(2) + len(value) - len(value.lstrip())
+            out.append(Span(a, a + len(value.strip()), PERSON))
+
+
 def looks_like_name(value: str) -> bool:
     """Could this whole value, found under a name-like key, be a person's name? Yes for
     "Marie-Claire Dupont", "Bob", "lena andersson", "赵悦"; no for "get_weather", "search",

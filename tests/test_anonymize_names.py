@@ -168,6 +168,29 @@ def test_json_values_under_name_keys(scrubber, body, kept):
         assert k in r.text
 
 
+@pytest.mark.parametrize("args,names", [
+    # in a tool call's arguments (JSON written out in a string) a name key's value is a person as
+    # in a parsed body, however it is written: lower case, a frequent token, traditional script
+    ({"full_name": "anna kowalska", "id": 7}, ["anna", "kowalska"]),
+    ({"display_name": "Kateryna"}, ["Kateryna"]),
+    ({"姓名": "陳大文", "聯絡人": "黃曉明"}, ["陳大文", "黃曉明"]),
+])
+def test_name_keys_in_tool_call_arguments(scrubber, args, names):
+    arguments = json.dumps(args, ensure_ascii=False)
+    body = {"model": "m", "messages": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "create_contact", "arguments": arguments}}]}]}
+    out = json.loads(scrubber.scrub_body(json.dumps(body, ensure_ascii=False).encode(), "application/json").text)
+    scrubbed = out["messages"][0]["tool_calls"][0]["function"]["arguments"]
+    assert survivors(arguments, scrubbed, names) == [], scrubbed
+    assert json.loads(scrubbed).keys() == args.keys()
+
+
+@pytest.mark.parametrize("text", ['{"name": "get_weather", "description": "Get the weather"}', '{"model": "gpt-4o", "name": "search"}',
+                                  'config = {"name": "my-package", "version": "1.0.2"}'])
+def test_json_written_out_keeps_what_is_no_name(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
 @pytest.mark.parametrize("value", ["get_weather", "search", "Acme Corp", "gpt-4o", "assistant", "Calculator"])
 def test_name_keys_keep_what_is_no_name(scrubber, value):
     r = scrubber.scrub_body(json.dumps({"tools": [{"type": "function", "name": value}]}).encode(), "application/json")
