@@ -260,7 +260,7 @@ def _numbers(text: str, out: list[Span]) -> None:
             continue
         if raw[0] in "(\uff08" and raw.count(raw[0]) > raw.count(")" if raw[0] == "(" else "\uff09"):
             raw, s = raw[1:], s + 1
-        kind = _classify_number(raw) or _short_card(text, s, raw)
+        kind = _classify_number(raw) or _short_card(text, s, raw) or _cued_phone(text, s, raw)
         if kind:
             end = s + len(raw)
             if kind in (PHONE, CN_MOBILE) and raw[-1] in "Xx":  # the extension's digits go with it
@@ -285,6 +285,28 @@ def _short_card(text: str, s: int, raw: str) -> str | None:
     if len(raw) != 12 or not raw.isdigit() or raw[0] not in "56" or raw[:2] in ("51", "52", "53", "54", "55") or not luhn_ok(raw):
         return None
     return CARD if _CARD_CUE.search(text, max(0, s - 40), s) is not None else None
+
+
+# a phone word right before a number, with at most a colon, "is", "at", "no." between: there a
+# number written as a phone is written is one in any region's national format (560 1234 in Aruba,
+# 02 123 456 in Bulgaria), which without the word could be any id
+_PHONE_CUE_BEFORE = re.compile(
+    r"(?i:\b(?:phone|tel|telephone|mobile|cell|cellphone|fax|whatsapp|call|sms|hotline|téléphone|tél|portable|teléfono|"
+    r"telefone|telefono|cellulare|celular|móvil|movil|telefon|handy|telefoon|mobiel|komórka|điện thoại|sđt|телефон|тел)\b"
+    r"|電話|电话|手机|手機|携帯|전화|휴대폰|핸드폰)"
+    r"(?:[ \t:：#=.\-]|\b(?:number|no|nr|is|at|on|me|us|num)\b|番号|号码|號碼|번호)*$"
+)
+
+
+def _cued_phone(text: str, s: int, raw: str) -> str | None:
+    """A number of 6-15 digits in at most six groups (8 (912) 345-67-89, 2 2123456, 96 123456)
+    right after a phone word."""
+    digits = _norm_number(raw)
+    if not 6 <= len(digits) <= 15 or digits.endswith("X") or _DATE.match(raw):
+        return None
+    if len(re.split(r"[ \u00a0\-./()\u2010-\u2015]+", raw.strip("()"))) > 6:
+        return None
+    return PHONE if _PHONE_CUE_BEFORE.search(text, max(0, s - 40), s) is not None else None
 
 
 def _number_pieces(raw: str, s: int, toks: list[tuple[int, int]], out: list[Span]) -> None:

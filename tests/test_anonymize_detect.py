@@ -10,6 +10,7 @@ import unicodedata
 import pytest
 
 from shadowreplay.anonymize import Scrubber
+from shadowreplay.anonymize.detectors import find_spans
 from tests.anonymize_helpers import CLEAN, PLANTED, ascii_digits, cn_id_valid, iban_valid, luhn_valid
 
 
@@ -139,3 +140,38 @@ def test_titles_are_kept_and_surnames_replaced(scrubber):
         for word in text.replace(",", " ").replace(".", " ").split():
             if word not in ("Please", "ask", "Mr", "Dear", "Dr", "Mrs"):
                 assert word not in out, (text, out)
+
+
+def _national_examples() -> list[tuple[str, str]]:
+    import phonenumbers as pn
+    from phonenumbers import PhoneNumberFormat, PhoneNumberType
+
+    out = []
+    for region in sorted(pn.SUPPORTED_REGIONS):
+        for typ in (PhoneNumberType.MOBILE, PhoneNumberType.FIXED_LINE):
+            ex = pn.example_number_for_type(region, typ)
+            if ex is not None:
+                out.append((region, pn.format_number(ex, PhoneNumberFormat.NATIONAL)))
+    return out
+
+
+@pytest.mark.parametrize("form", ["Call me at {} tomorrow.", "My phone number is {}.", "Tel: {}", "电话：{}", "Telefon {}"])
+def test_every_regions_national_phone_after_a_phone_word(form):
+    """libphonenumber's example numbers of every region in national format (8 (912) 345-67-89,
+    02 123 456, 560 1234), right after a phone word: every one of six digits or more is found."""
+    missed = []
+    examples = [(r, v) for r, v in _national_examples() if sum(c.isdigit() for c in v) >= 6]
+    assert len(examples) > 400
+    for region, value in examples:
+        text = form.format(value)
+        i = text.index(value)
+        spans = find_spans(text)
+        if not all(any(sp.start <= i + k < sp.end for sp in spans) for k, c in enumerate(value) if c.isdigit()):
+            missed.append((region, value))
+    assert missed == []
+
+
+@pytest.mark.parametrize("text", ["the order number is 12345678", "Call me at 10:30 tomorrow", "call 2024-05-01 at noon",
+                                  "Tel: 2024", "phone v2.3.1 is out", "invoice 2 345 678 is paid"])
+def test_numbers_that_are_no_phones(text):
+    assert [sp for sp in find_spans(text) if sp.kind == "phone"] == []
