@@ -17,7 +17,6 @@ from .charclass import ASCII_LETTERS
 from .names import find_names, json_name_values, lower_same_length, mentions, name_words
 
 
-from .zh_script import simplified
 from .spans import CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
 
 __all__ = ["CARD", "CN_ID", "CN_MOBILE", "EMAIL", "IBAN", "IPV4", "IPV6", "KINDS", "PERSON", "PHONE", "SECRET",
@@ -467,8 +466,9 @@ _KV_TAIL = re.compile(r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t]
 # after 密码/验证码...: a value after a colon or `=` runs to the next space or Chinese punctuation;
 # after 是/为 it is what a user types, ASCII or full-width letters and digits (密码是 hunter22,
 # 验证码为１２３４５６), not the words of a sentence (密码是什么, 密码为了, 验证码为您的手机号后四位)
-_KV_CN = re.compile(r"(密码|口令|密钥|令牌|验证码)[ \t\u3000]{0,8}(?:[:：=][ \t\u3000]{0,8}([^\s\x00，。；、！？\"'”“]{4,})"
-                    r"|(?:是|为)[ \t\u3000]{0,8}([!-~\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]{4,}))")
+# (in either script: 密碼, 驗證碼為)
+_KV_CN = re.compile(r"(密码|密碼|口令|密钥|密鑰|令牌|验证码|驗證碼)[ \t\u3000]{0,8}(?:[:：=][ \t\u3000]{0,8}([^\s\x00，。；、！？\"'”“]{4,})"
+                    r"|(?:是|为|為)[ \t\u3000]{0,8}([!-~\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]{4,}))")
 _PASSWORD_WORDS = ("pass", "pwd")
 _KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -555,7 +555,6 @@ def _secrets(text: str, lo: str, out: list[Span]) -> None:
 
 
 def _secrets_cn(text: str, out: list[Span]) -> None:
-    text = simplified(text)  # (密碼, 驗證碼 too)
     for m in _KV_CN.finditer(text):
         g = 2 if m.group(2) is not None else 3
         end = m.end(g)
