@@ -422,8 +422,9 @@ def main() -> None:
             "Chinese (People's Daily 1998-01, second half, PKU nr)": ("zh", pku(pku_path, a.pku_lines)),
             "Chinese (MSRA NER test split, PER)": ("zh", msra(msra_path))}
     s2tw = fetch_opencc(a.cache)("s2tw").convert
-    for label in list(sets):
-        sets[label.replace("Chinese (", "Chinese, traditional (OpenCC s2tw; ")] = ("zh", in_traditional(sets[label][1], s2tw))
+    for label, (lang, data) in list(sets.items()):
+        if lang == "zh":
+            sets[label.replace("Chinese (", "Chinese, traditional (OpenCC s2tw; ")] = ("zh", in_traditional(data, s2tw))
     sets |= {"Japanese (hironsancorpus, news, PSN)": ("ja", japanese(fetch_japanese(a.cache)))}
     if (a.korean / "2016klp").is_dir():
         sets["Korean (kmounlp NER 2016klp, news and fiction, PS)"] = ("ko", korean(a.korean))
