@@ -389,17 +389,16 @@ CHAT_FORMS_ZH = ["请把报告发给{a}。", "{a}明天来公司吗？", "跟{a}
                  "这是{a}写的代码，有个bug。", "感谢{a}的支持！", "今天和{a}吃饭，聊了很多。", "你认识{a}吗？"]
 
 
-def test_chinese_names_in_chat_recall(scrubber):
-    """Faker's zh_CN names (census-weighted surnames) in everyday chat sentences, without a
-    trigger or a title: at least 96 % replaced whole (95.4 % before jieba's split names were
-    rejoined and chat verbs taken as person context)."""
-    fake = Faker("zh_CN")
+def chat_recall(scrubber: Scrubber, locale: str, forms: list[str]) -> tuple[float, list[str]]:
+    """(the share of Faker's `locale` names replaced whole in 1,000 sentences of `forms`, with
+    {a} and {b} for names; up to ten sentences where one was missed)."""
+    fake = Faker(locale)
     fake.seed_instance(5)
     total = missed = 0
     examples = []
     for i in range(1000):
         a, b = fake.name(), fake.name()
-        form = CHAT_FORMS_ZH[i % len(CHAT_FORMS_ZH)]
+        form = forms[i % len(forms)]
         text = form.format(a=a, b=b)
         names = [a, b] if "{b}" in form else [a]
         left = survivors(text, scrubber.scrub_text(text).text, names)
@@ -408,7 +407,15 @@ def test_chinese_names_in_chat_recall(scrubber):
         if left and len(examples) < 10:
             examples.append(text)
     assert total > 1000
-    assert 1 - missed / total >= 0.96, examples
+    return 1 - missed / total, examples
+
+
+def test_chinese_names_in_chat_recall(scrubber):
+    """Faker's zh_CN names (census-weighted surnames) in everyday chat sentences, without a
+    trigger or a title: at least 96 % replaced whole (95.4 % before jieba's split names were
+    rejoined and chat verbs taken as person context)."""
+    recall, examples = chat_recall(scrubber, "zh_CN", CHAT_FORMS_ZH)
+    assert recall >= 0.96, examples
 
 
 # ---------------------------------------------------------------- Chinese in traditional script
@@ -446,22 +453,8 @@ def test_traditional_chinese_names_in_chat_recall(scrubber):
     """Faker's zh_TW names (Taiwan's, in traditional script) in the chat sentences above as
     Taiwan writes them: at least 95 % replaced whole (96.8 % measured; 64.5 % before the
     detectors read traditional script as simplified)."""
-    fake = Faker("zh_TW")
-    fake.seed_instance(5)
-    total = missed = 0
-    examples = []
-    for i in range(1000):
-        a, b = fake.name(), fake.name()
-        form = CHAT_FORMS_ZH_TW[i % len(CHAT_FORMS_ZH_TW)]
-        text = form.format(a=a, b=b)
-        names = [a, b] if "{b}" in form else [a]
-        left = survivors(text, scrubber.scrub_text(text).text, names)
-        total += len(names)
-        missed += len(left)
-        if left and len(examples) < 10:
-            examples.append(text)
-    assert total > 1000
-    assert 1 - missed / total >= 0.95, examples
+    recall, examples = chat_recall(scrubber, "zh_TW", CHAT_FORMS_ZH_TW)
+    assert recall >= 0.95, examples
 
 
 def test_traditional_name_keeps_its_script_and_its_person(scrubber):
