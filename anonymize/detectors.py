@@ -454,10 +454,11 @@ _SECRET_FIND = (
     ("gsk_", False, "_", re.compile(r"gsk_[A-Za-z0-9]{40,}")),  # Groq
     ("r8_", False, "_", re.compile(r"r8_[A-Za-z0-9]{30,}")),  # Replicate
     ("SG.", False, ".", re.compile(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}")),  # SendGrid
-    # a PEM or PGP private key: the lines of its body (the BEGIN and END lines kept), also when cut
-    # short before its END line
+    # a PEM or PGP private key: the lines of its body, base64 or a header (Proc-Type: ...,
+    # Version: ...), the BEGIN and END lines kept; also when cut short before its END line
     ("-----BEGIN ", False, "-", re.compile(r"-----BEGIN [A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----[ \t]*(?:\r?\n|\\n)"
-                                             r"((?:(?!-----)[A-Za-z0-9+/=:,. \t\-]*(?:\r?\n|\\n))*(?!-----)[A-Za-z0-9+/=:,. \t\-]{4,})")),
+                                             r"((?:(?:[A-Za-z][A-Za-z\-]*:[ \t][^\r\n\\]*|[A-Za-z0-9+/=]*)(?:\r?\n|\\n))*"
+                                             r"[A-Za-z0-9+/=]{4,})(?=[ \t]*(?:\r?\n|\\n|$|[\"'`]))")),
 )
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{1,64}:([^\s/@\x00\"'<>]{4,128})@")
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")

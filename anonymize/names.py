@@ -63,13 +63,13 @@ _INITIAL = re.compile("[" + _UP + r"]\.?$")
 NAME_PARTICLES = frozenset(_PARTICLES.split("|"))  # van, de, bin: inside names
 _TITLE_WORDS = frozenset(t.lower() for t in TITLES) | {"mr.", "mrs.", "ms.", "dr.", "prof.", "mx."}
 
-# the word right before a run that makes its names count (lower case)
-# family and the people around one: "my wife Priyanka", "our son Will", "my boss Grace"
+# family and the people around one, right before a name: "my wife Priyanka", "my boss Grace"
 _KIN_CUES = frozenset(
     "wife husband son daughter mother father mom mum dad brother sister friend boyfriend girlfriend fiance fiancee "
     "partner cousin uncle aunt nephew niece grandson granddaughter grandmother grandfather grandma grandpa "
     "boss neighbor neighbour roommate coworker classmate".split()
 )
+# the word right before a run that makes its names count (lower case)
 _STRONG_CUES = frozenset(
     "dear hi hello hey thanks thank said asked told named called customer patient client user employee "
     "colleague manager contact applicant tenant student teacher doctor nurse caller agent passenger guest "
@@ -452,9 +452,6 @@ _CAPS_RUN = re.compile(
 )
 
 
-_PLAIN_WORD = (False, False, True, False)
-
-
 def _caps(text: str, out: list[Span]) -> None:
     """Names written in capitals: a listed first name and a listed surname, with at most two
     words between them that are no plain English words (acronyms, headings and shouted sentences
@@ -466,9 +463,7 @@ def _caps(text: str, out: list[Span]) -> None:
         words = []  # (start, end, classification) of each word in capitals (initials left out)
         for p in _PIECE.finditer(m.group()):
             w = p.group()
-            if not w.isupper():  # (a lower-case letter of U+0100-U+017F)
-                words.append((0, 0, _PLAIN_WORD))
-            elif len(w) > 1 and not w.endswith("."):
+            if len(w) > 1 and not w.endswith("."):
                 words.append((b + p.start(), b + p.end(), _classify(w[0] + w[1:].lower())))
         group: list = []
         for w in [*words, None]:

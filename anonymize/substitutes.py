@@ -226,6 +226,8 @@ class Substituter:
                 return p + fill(orig[len(p) :], rng)
         if orig.startswith("eyJ") and orig.count(".") == 2:
             return ".".join(("eyJ" + fill(part[3:], rng)) if part.startswith("eyJ") else fill(part, rng) for part in orig.split("."))
+        if "\\n" in orig:  # a key's lines joined by escaped line breaks (JSON in a string): they stay
+            return "\\n".join(fill(part, rng) for part in orig.split("\\n"))
         return fill(orig, rng)
 
     def _sub_person(self, orig: str, norm: str, rng: KeyedRandom) -> str:

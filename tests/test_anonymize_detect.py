@@ -175,3 +175,19 @@ def test_every_regions_national_phone_after_a_phone_word(form):
                                   "Tel: 2024", "phone v2.3.1 is out", "invoice 2 345 678 is paid"])
 def test_numbers_that_are_no_phones(text):
     assert [sp for sp in find_spans(text) if sp.kind == "phone"] == []
+
+
+@pytest.mark.parametrize("text,body", [
+    # with headers and an END line; cut short and followed by prose; in code, lines joined by \n escapes
+    ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17\n\nMIIEpAIBAAKCAQEA1c7+9z5P\nxY9zAB12C3+/w==\n"
+     "-----END RSA PRIVATE KEY-----\nthanks", ["4,ENCRYPTED", "MIIEpAIBAAKCAQEA1c7+9z5P", "xY9zAB12C3+/w=="]),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5v\nQyNTUxOQAAACDk\nThanks for the help, it fails.",
+     ["b3BlbnNzaC1rZXktdjEAAAAABG5v", "QyNTUxOQAAACDk"]),
+    ('key = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\nAbCdEf"', ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "AbCdEf"]),
+])
+def test_private_key_bodies_go_and_what_is_around_them_stays(scrubber, text, body):
+    out = scrubber.scrub_text(text).text
+    assert len(out) == len(text) and not any(b in out for b in body), out
+    assert "PRIVATE KEY-----" in out and out.count("\\n") == text.count("\\n") and out.count("\n") == text.count("\n")
+    if "Thanks" in text or "thanks" in text:
+        assert out.endswith(text[text.lower().rindex("thanks"):])
