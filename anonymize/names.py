@@ -480,6 +480,37 @@ def _caps(text: str, out: list[Span]) -> None:
             group = []
 
 
+# ---------------------------------------------------------------- lists of names
+# a name word right after or before a name found, across a comma or "and" (Attendees: Bob,
+# Alice, Carol; Bob and Alice): listed with a person, a name that is also a word is one too
+# (a word alone between the separators: not the end of a street or a place, Chipmunk Lane, Warren)
+_LIST_NEXT = re.compile(r"(?:,[ \t]*|[ \t]+(?:and|&|or)[ \t]+)(" + _WORD + r")(?![\w'\u2019-]|[ \t]+[" + _UP + "])")
+_LIST_PREV = re.compile(r"(?<![\w'\u2019-])(" + _WORD + r")(?:,[ \t]*|[ \t]+(?:and|&|or)[ \t]+)$")
+_CAPITALISED_BEFORE = re.compile(r"[" + _UP + r"][\w'\u2019-]*[ \t]+$")
+
+
+def listed_beside(text: str, found: list[Span], out: list[Span]) -> None:
+    """The listed first names and surnames beside the Latin-script names `found` in a list,
+    added to `out` (and theirs beside them, along the list). A list starts from a first name
+    (Alice, Will) or a surname that is no English word, not from a surname that is one (White,
+    in Red, White and Blue)."""
+    taken = {(sp.start, sp.end) for sp in out}
+    todo = [sp for sp in found if sp.kind == PERSON and text[sp.start].isascii() and text[sp.start].isalpha()
+            and any(c[0] or (c[1] and not c[2]) for c in map(_classify, text[sp.start : sp.end].split()))]
+    while todo:
+        sp = todo.pop()
+        for m in (_LIST_NEXT.match(text, sp.end), _LIST_PREV.search(text, max(0, sp.start - 40), sp.start)):
+            if m is None or (m.start(1), m.end(1)) in taken or _CAPITALISED_BEFORE.search(text, max(0, m.start(1) - 30), m.start(1)):
+                continue
+            w = m.group(1)
+            first, last, _, _ = _classify(w)
+            if (first or last) and w not in NOT_PERSON_WORDS and w not in _STREET_WORDS:
+                new = Span(m.start(1), m.end(1), PERSON)
+                taken.add((new.start, new.end))
+                out.append(new)
+                todo.append(new)
+
+
 # ---------------------------------------------------------------- trigger phrases
 _NAME_WORDS = r"(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r"){0,2})"
 _LOWER_NAME = r"(?P<lname>[a-z]+(?:[ \t][a-z]+)?)"

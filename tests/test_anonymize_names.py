@@ -256,6 +256,9 @@ def test_german_text_keeps_its_nouns(scrubber):
         # a surname that is a word too, after an initial or before a first name and a comma
         ("Signed: J. Smith", ["Smith"]),
         ("Smith, John called yesterday", ["Smith", "John"]),
+        # listed beside a name found: a name that is a word too (Bob at the start of a list)
+        ("Attendees: Bob, Alice, Carol, Dave", ["Bob", "Alice", "Carol", "Dave"]),
+        ("Bob and Alice went home", ["Bob", "Alice"]),
     ],
 )
 def test_names_in_capitals_and_after_family_words(scrubber, text, names):
@@ -270,6 +273,14 @@ def test_names_in_capitals_and_after_family_words(scrubber, text, names):
                                   "Look after your son. Strong winds are coming."])
 def test_capitals_and_family_words_that_are_no_names(scrubber, text):
     assert scrubber.scrub_text(text).text == text
+
+
+def test_a_list_does_not_start_from_a_surname_that_is_a_word(scrubber):
+    """White is a surname and a word, taken for a name inside the sentence; Red before it at the
+    sentence start and Blue after it stay: a list spreads from a first name or a surname that
+    is no word (Alice), not from White."""
+    out = scrubber.scrub_text("Red, White and Blue are the colours.").text
+    assert out.startswith("Red, ") and " and Blue are" in out
 
 
 def test_a_street_before_a_comma_and_a_first_name_stays(scrubber):
