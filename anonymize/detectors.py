@@ -14,7 +14,7 @@ import phonenumbers
 
 from .checksums import cn_id_shaped, iban_ok, luhn_ok
 from .charclass import ASCII_LETTERS
-from .names import find_names, json_name_values, listed_beside, lower_same_length, mentions, name_words
+from .names import find_names, json_name_values, listed_beside, lower_same_length, mentions, name_words, table_name_values
 
 
 from .spans import CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
@@ -608,6 +608,8 @@ def find_spans(text: str) -> list[Span]:
     find_names(text, lo, ascii_text, letters, spans)
     if '":' in text or '" :' in text:  # JSON written out: the values of its name keys
         json_name_values(text, spans)
+    if "\n" in text:  # a table with a name column
+        table_name_values(text, lo, spans)
     if len(spans) > n_before:
         listed_beside(text, spans[n_before:], spans)  # Bob, beside Alice in a list
         _other_mentions(text, spans, n_before)  # every other mention of a name found here is the person too

@@ -830,6 +830,73 @@ def json_name_values(text: str, out: list[Span]) -> None:
             out.append(Span(a, a + len(value.strip()), PERSON))
 
 
+_TABLE_SEPARATORS = (",", "\t", "|", ";")
+_RULE_ROW = re.compile(r"[|:\- \t]+")  # a Markdown table's |---|---| row
+# words of a name column's header (NAME_KEY), looked for before a line is read as a header
+_HEADER_WORDS = ("name", "customer", "patient", "contact")
+_HEADER_WORDS_CJK = re.compile("姓名|名字|联系人|聯繫人|联络人|聯絡人|客户|客戶|氏名|名前|이름|성명|고객명")
+
+
+def table_name_values(text: str, lo: str, out: list[Span]) -> None:
+    """The cells of a name-like column of a table written out in `text` (`lo`: lower-cased; CSV,
+    TSV, a Markdown table: a header row with `name`, `customer`, `姓名`, ... then rows of as
+    many cells), where the cell looks like a name, as under a JSON name key (`anna kowalska` in
+    a name column). Only lines holding a header word are read as headers."""
+    heads = set()
+    for w in _HEADER_WORDS:
+        p = lo.find(w)
+        while p != -1:
+            heads.add(text.rfind("\n", 0, p) + 1)
+            e = text.find("\n", p)
+            p = -1 if e < 0 else lo.find(w, e)
+    if not text.isascii():
+        heads.update(text.rfind("\n", 0, m.start()) + 1 for m in _HEADER_WORDS_CJK.finditer(text))
+    done = -1
+    for h in sorted(heads):
+        if h <= done:
+            continue  # (inside the table read last)
+        done = _table_at(text, h, out)
+
+
+def _table_at(text: str, h: int, out: list[Span]) -> int:
+    """Read the table whose header line starts at h, if it is one; where its rows end."""
+    e = text.find("\n", h)
+    if e < 0:
+        return h
+    header = text[h:e].rstrip("\r")
+    for sep in _TABLE_SEPARATORS:
+        if sep not in header:
+            continue
+        keys = [c.strip().strip("*_`").replace(" ", "_") for c in header.split(sep)]
+        if sum(1 for key in keys if key) < 2:
+            continue  # a table has two columns at least: "    name," is code
+        columns = [k for k, key in enumerate(keys) if key and NAME_KEY.match(key if key.isascii() else simplified(key))]
+        if columns:
+            break
+    else:
+        return h
+    width = len(keys)
+    pos = e + 1
+    while pos < len(text):
+        e = text.find("\n", pos)
+        e = len(text) if e < 0 else e
+        row = text[pos:e].rstrip("\r")
+        cells = row.split(sep)
+        if len(cells) != width or '"' in row or sum(1 for c in cells if c.strip()) < 2:
+            break  # the table ended (a row of one cell: code, a list; a quoted cell)
+        if not _RULE_ROW.fullmatch(row):
+            starts = [0]
+            for c in cells[:-1]:
+                starts.append(starts[-1] + len(c) + 1)
+            for k in columns:
+                v = cells[k].strip()
+                if v and looks_like_name(v):
+                    a = pos + starts[k] + len(cells[k]) - len(cells[k].lstrip())
+                    out.append(Span(a, a + len(v), PERSON))
+        pos = e + 1
+    return pos
+
+
 def looks_like_name(value: str) -> bool:
     """Could this whole value, found under a name-like key, be a person's name? Yes for
     "Marie-Claire Dupont", "Bob", "lena andersson", "赵悦"; no for "get_weather", "search",

@@ -185,6 +185,26 @@ def test_name_keys_in_tool_call_arguments(scrubber, args, names):
     assert json.loads(scrubbed).keys() == args.keys()
 
 
+@pytest.mark.parametrize("text,names", [
+    # a table's name column, however its names are written (CSV, TSV, Markdown, a Chinese header)
+    ("name,email\nJohn Smith,john@x.com\nanna kowalska,anna@x.pl", ["John", "Smith", "anna", "kowalska"]),
+    ("id\tfull name\tcity\n1\tpriya raman\tPune\n2\tbo li\tXian", ["priya", "raman"]),
+    ("| Customer | Total |\n|---|---|\n| lena andersson | 12.50 |", ["lena", "andersson"]),
+    ("姓名,城市\n陳大文,台北\n王芳,上海", ["陳大文", "王芳"]),
+])
+def test_name_columns_of_tables(scrubber, text, names):
+    r = scrubber.scrub_text(text)
+    assert survivors(text, r.text, names) == [], r.text
+    assert r.text.split("\n")[0] == text.split("\n")[0]  # the header stays
+
+
+@pytest.mark.parametrize("text", ["name,version\nreact,18.2\nlodash,4.17",  # packages, no names
+                                  "const {\n    name,\n    parent,\n    peer,\n} = node",  # code: one cell a line
+                                  ])
+def test_tables_and_code_without_names_stay(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
 @pytest.mark.parametrize("text", ['{"name": "get_weather", "description": "Get the weather"}', '{"model": "gpt-4o", "name": "search"}',
                                   'config = {"name": "my-package", "version": "1.0.2"}'])
 def test_json_written_out_keeps_what_is_no_name(scrubber, text):
