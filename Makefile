@@ -1,10 +1,11 @@
-# shadowreplay developer entry points. `make setup` once, `make demo` for the story, `make test` for CI.
+# shadowreplay developer entry points. `make setup` once, `make demo` for the story, `make test` for CI,
+# `make test-all` for the nightly tier.
 PY312 := $(shell scripts/find-python 3.12)
 PY311 := $(shell scripts/find-python 3.11)
 VENV := .venv
 VLLM_VENV := .venv-vllm
 
-.PHONY: setup vllm chromium java demo test test-fast bench clean
+.PHONY: setup vllm chromium java demo test test-all test-fast bench clean
 
 setup: $(VENV)/.installed vllm chromium java
 
@@ -32,11 +33,17 @@ $(VLLM_VENV)/.installed: scripts/install-vllm
 demo: setup
 	$(VENV)/bin/shadowreplay demo
 
+# The per-change tier (what CI runs): every kind of real integration, without the long runs.
 test: setup
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -m 'not nightly' --durations=25
 
+# Everything, the long statistical runs included (nightly, releases).
+test-all: setup
+	$(VENV)/bin/python -m pytest --durations=25
+
+# The pure tests only (no real mitmdump, vLLM, Spark or S3 server): seconds to a few minutes.
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -m 'not slow'
+	$(VENV)/bin/python -m pytest -m 'not slow and not vllm and not nightly'
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .cache

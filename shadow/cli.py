@@ -11,7 +11,7 @@ from pathlib import Path
 from shadowreplay.durations import add_duration_flag, format_duration
 from shadowreplay.errors import ConfigError, ShadowReplayError
 
-from .engine import DEFAULT_KV_CACHE_GIB, DEFAULT_READY_TIMEOUT_S, SCHEDULING_POLICIES
+from .engine import DEFAULT_KV_CACHE_GIB, DEFAULT_READY_TIMEOUT_S, SCHEDULING_POLICIES, STOP_GRACE_S
 
 
 def add_engine_flags(p: argparse.ArgumentParser) -> None:
@@ -68,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     down = ssub.add_parser("down", help="stop a shadow started by `shadow up`")
     down.add_argument("--port", type=int, help="which shadow (default: the only one running)")
     down.add_argument("--all", action="store_true", help="stop every shadow started by `shadow up`")
+    add_duration_flag(down, "--grace", default=format_duration(STOP_GRACE_S[0]), bare="s",
+                      help=f"how long a shadow gets to exit after SIGINT, and half as long after SIGTERM, before SIGKILL "
+                      f"(default {format_duration(STOP_GRACE_S[0])})")
     down.set_defaults(func=cmd_down)
 
     st = ssub.add_parser("status", help="list shadows started by `shadow up`")
@@ -83,8 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Everything goes under --out; every process it starts is stopped, also on Ctrl-C.",
     )
     demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out; an earlier demo's output there is replaced)")
-    demo.add_argument("--minutes", type=float, default=2.5, help="minutes of recorded traffic (default 2.5: almost four compressed 'weeks')")
-    demo.add_argument("--week", type=float, default=40.0, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 40)")
+    demo.add_argument("--quick", action="store_true",
+                      help="the whole pipeline in about 5 minutes: two engines, 1 minute of traffic, one replay and its fidelity "
+                      "check, the report; no remediations and no verdicts")
+    demo.add_argument("--minutes", type=float, help="minutes of recorded traffic (default 2.5: almost four compressed 'weeks'; 1 with --quick)")
+    demo.add_argument("--week", type=float, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 40; 30 with --quick)")
     demo.add_argument(
         "--remediation", metavar="'FLAGS'",
         help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 128'); "
@@ -208,7 +214,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     for path, st in entries:
         if st.is_running():
             print(f"shadow: stopping pid {st.pid} on {st.url} ...", file=sys.stderr)
-            stop_group(st.pid)
+            stop_group(st.pid, grace_s=(args.grace, args.grace / 2))
             print(f"shadow on port {st.port} stopped")
         else:
             print(f"shadow on port {st.port} was not running (stale state removed)")
@@ -238,7 +244,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import DEFAULT_REMEDIATION, DemoConfig, run_demo
 
-    cfg = DemoConfig(
+    if args.quick and args.remediation is not None:
+        raise ConfigError("--quick measures no remediation: leave out --remediation, or --quick")
+
+    cfg = DemoConfig.for_mode(
+        quick=args.quick,
         out=Path(args.out).expanduser().resolve(),
         minutes=args.minutes,
         week_s=args.week,

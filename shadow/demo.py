@@ -84,6 +84,19 @@ class DemoConfig:
     batch_interval_s: float | None = None
     batch_words: int = 1300
     ready_timeout_s: float = 600.0
+    quick: bool = False  # two engines, one replay and its fidelity check: the pipeline in about 5 minutes
+
+    QUICK_MINUTES = 1.0
+    QUICK_WEEK_S = 30.0
+
+    @classmethod
+    def for_mode(cls, *, quick: bool = False, minutes: float | None = None, week_s: float | None = None, **kw: Any) -> "DemoConfig":
+        """The defaults of the full demo, or of --quick, for the values not given."""
+        if minutes is None:
+            minutes = cls.QUICK_MINUTES if quick else cls.minutes
+        if week_s is None:
+            week_s = cls.QUICK_WEEK_S if quick else cls.week_s
+        return cls(minutes=minutes, week_s=week_s, quick=quick, **kw)
 
     def __post_init__(self) -> None:
         if self.remediation.strip() == "route":
@@ -169,7 +182,7 @@ class Demo:
     def _run(self, python: Path, key_file: Path) -> None:
         cfg = self.cfg
         # ---------------------------------------------------------------- 1
-        self.step(1, "start vLLM (tiny model) as 'production', two fresh shadows, and the recorder")
+        self.step(1, "start vLLM (tiny model) as 'production', " + ("a shadow" if cfg.quick else "three shadows") + ", and the recorder")
         model = build_tiny_model(python=python)
         self.say(f"  tiny model: {model}")
         ports = free_ports(5)
@@ -187,6 +200,8 @@ class Demo:
             "remediated": EngineConfig(port=ports[2], extra_args=DEMO_ENGINE_ARGS + remediation_args, **common),
             "batch-lane": EngineConfig(port=ports[4], extra_args=list(DEMO_ENGINE_ARGS), env=lane_env, **common),
         }
+        if cfg.quick:  # production and one shadow: the pipeline, without the remediations
+            engines = {k: v for k, v in engines.items() if k in ("production", "baseline")}
         servers = {}
         for name, ec in engines.items():
             s = self.procs.add_server(name, VllmServer(ec, self.logs / f"vllm-{name}.log", python=python))
@@ -194,8 +209,9 @@ class Demo:
             servers[name] = s
             self.say(f"  vLLM {name:<10} {s.url}  pid {s.pid}  log {s.log_path.relative_to(self.out)}")
         self.say(
-            f"  all run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}, at CPU priority nice {ENGINE_NICE} (below the replayer's); "
-            f"'remediated' adds {cfg.remediation}; 'batch-lane' (the second core) takes the batch client in the route fix"
+            f"  all run vLLM's defaults with {' '.join(DEMO_ENGINE_ARGS)}, at CPU priority nice {ENGINE_NICE} (below the replayer's)"
+            + ("" if cfg.quick else
+               f"; 'remediated' adds {cfg.remediation}; 'batch-lane' (the second core) takes the batch client in the route fix")
         )
         self.say("  waiting for the engines (1-3 minutes on a CPU) ...")
         t0 = time.monotonic()
@@ -252,8 +268,11 @@ class Demo:
         # slot comes exactly one bucket after the start: not on a cold cache (that bucket is the
         # warm-up compare leaves out), and as many slots as the run can hold.
         start = math.ceil(time.time() / cfg.bucket_s) * cfg.bucket_s
+        if cfg.quick:  # the slot is wherever the clock puts it: no wait for the week to come round
+            cfg.slot_at_s = (start + cfg.bucket_s) % cfg.week_s
         while (cfg.slot_at_s - start % cfg.week_s) % cfg.week_s != cfg.bucket_s:
             start += cfg.bucket_s
+        self.summary["slot_s"] = cfg.slot_at_s
         time.sleep(max(0.0, start - time.time()))
         phase = start % cfg.week_s
         tc = TrafficConfig(
@@ -331,7 +350,8 @@ class Demo:
             raise ShadowReplayError(f"the anomaly at {a['label']} was not attributed to {BATCH_CLIENT} ({batch_id})")
 
         # ---------------------------------------------------------------- 5
-        self.step(5, "replay the recording four times: baseline, two remediations, baseline again (the A/A pair)")
+        self.step(5, "replay the recording into the baseline shadow" if cfg.quick else
+                  "replay the recording four times: baseline, two remediations, baseline again (the A/A pair)")
         lane = [f"client_id = '{batch_id}'={servers['batch-lane'].url}"]
         runs = [  # (name, what, engine, routes); the A/A pair brackets the remediations, so drift shows in it
             ("baseline", "the baseline shadow (production's flags)", "baseline", []),
@@ -339,6 +359,8 @@ class Demo:
             ("route", f"the baseline shadow with {BATCH_CLIENT} routed to 'batch-lane' (a separate queue for long prompts)", "baseline", lane),
             ("baseline-2", "the baseline shadow again (A/A: same setup as the first)", "baseline", []),
         ]
+        if cfg.quick:
+            runs = runs[:1]
         dirs: dict[str, Path] = {}
         self.say(f"  each replay is open loop at the recorded pace: about {cfg.minutes:g} min each")
         for name, what, engine, routes in runs:
@@ -347,19 +369,52 @@ class Demo:
                 servers["baseline"].reset_prefix_cache()
             dirs[name] = self.out / f"replay-{name}"
             self.replay(rec_dir, servers[engine], dirs[name], routes)
-        for name in ("remediated", "batch-lane", "baseline"):
-            self.procs.stop(name)
+        for name in servers:
+            if name != "production":
+                self.procs.stop(name)
 
         # ---------------------------------------------------------------- 6
-        self.step(6, "compare, with 95% intervals and the A/A noise floor")
+        self.step(6, "compare the replay with its recording (fidelity)" if cfg.quick else
+                  "compare, with 95% intervals and the A/A noise floor")
         warm = ["--warmup", bucket]  # the first slot of each run: cold caches, not traffic
-        aa = ["--aa", str(dirs["baseline"]), str(dirs["baseline-2"])]
+        aa = [] if cfg.quick else ["--aa", str(dirs["baseline"]), str(dirs["baseline-2"])]
         self.say(f"  fidelity: the baseline replay against its recording (the first {bucket} of each left out)")
         self.cli(["compare", str(rec_dir), str(dirs["baseline"]), *aa, *warm, "--bucket", period], "compare-recording-vs-baseline.txt")
         fid = json.loads(self.cli(["compare", str(rec_dir), str(dirs["baseline"]), *aa, *warm, "--bucket", period, "--json"],
                                   "compare-recording-vs-baseline.json", show=False))
         self.summary["fidelity"] = fid.get("fidelity")
         self.summary["slot_latency"] = self.slot_table(rec_dir, {"baseline": dirs["baseline"]}, slot_from, batch_id)
+        if not cfg.quick:
+            self.remediation_verdicts(dirs, aa, warm, period, slot_from, batch_id)
+
+        # ---------------------------------------------------------------- 7
+        self.step(7, "write the HTML report")
+        report = self.out / "report.html"
+        self.cli(
+            ["report", str(rec_dir), "--out", str(report), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
+             "--title", "shadowreplay demo: the recorded 'production' traffic"],
+            "report.txt",
+        )  # fmt: skip
+        for name in dirs:
+            if name == "baseline-2":
+                continue
+            self.cli(
+                ["report", str(dirs[name]), "--out", str(self.out / f"report-{name}.html"), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
+                 "--title", f"shadowreplay demo: replay '{name}'"],
+                f"report-{name}.txt", show=False,
+            )  # fmt: skip
+        shown = ", ".join(f"report-{n}.html" for n in dirs if n != "baseline-2")
+        self.say(f"  {rel(report, self.out)} (recording), {shown} (replays)")
+        self.summary["report"] = str(report)
+        hits = self.leaks.scan_text_files(self.out) + self.leaks.scan_dataset(self.out).leaks
+        if hits:
+            raise ShadowReplayError(f"planted PII found in the output: {hits[0]}")
+        self.say(f"  final check: no planted PII in any file under {self.out.name}/")
+
+    def remediation_verdicts(self, dirs: dict[str, Path], aa: list[str], warm: list[str], period: str, slot_from: float,
+                             batch_id: str) -> None:
+        """Step 6 of the full demo: each fix, and the A/A pair, against the baseline for the slot's short requests."""
+        cfg = self.cfg
         where = (f"client_id IS DISTINCT FROM '{batch_id}' AND epoch(fold_t) % {cfg.week_s:g} >= {slot_from:g} "
                  f"AND epoch(fold_t) % {cfg.week_s:g} < {slot_from + cfg.bucket_s:g}")
         self.say(f"  the short requests (every client but {BATCH_CLIENT}) in the anomalous slot +{slot_from:g}s-{slot_from + cfg.bucket_s:g}s, each fix vs the baseline:")
@@ -373,27 +428,6 @@ class Demo:
         self._write_json("verdicts.json", verdicts)
         self.show_verdicts(verdicts)
         self.summary["detectable"] = self.show_detectable(verdicts["aa"]["figures"])
-
-        # ---------------------------------------------------------------- 7
-        self.step(7, "write the HTML report")
-        report = self.out / "report.html"
-        self.cli(
-            ["report", str(rec_dir), "--out", str(report), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
-             "--title", "shadowreplay demo: the recorded 'production' traffic"],
-            "report.txt",
-        )  # fmt: skip
-        for name in ("baseline", "flag", "route"):
-            self.cli(
-                ["report", str(dirs[name]), "--out", str(self.out / f"report-{name}.html"), *an_args[3:], "--slo", "ttft=500ms,e2e=5s",
-                 "--title", f"shadowreplay demo: replay '{name}'"],
-                f"report-{name}.txt", show=False,
-            )  # fmt: skip
-        self.say(f"  {rel(report, self.out)} (recording), report-baseline.html, report-flag.html, report-route.html (replays)")
-        self.summary["report"] = str(report)
-        hits = self.leaks.scan_text_files(self.out) + self.leaks.scan_dataset(self.out).leaks
-        if hits:
-            raise ShadowReplayError(f"planted PII found in the output: {hits[0]}")
-        self.say(f"  final check: no planted PII in any file under {self.out.name}/")
 
     # ------------------------------------------------------------------ helpers
     def cli(self, argv: list[str], save_as: str, show: bool = True) -> str:

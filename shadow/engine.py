@@ -180,7 +180,10 @@ def set_session_nice(pid: int, nice: int) -> bool:
         return False
 
 
-def stop_group(pgid: int, proc: subprocess.Popen | None = None, grace_s: tuple[float, float] = (20.0, 10.0)) -> None:
+STOP_GRACE_S = (20.0, 10.0)  # a process group's time to exit after SIGINT, then after SIGTERM
+
+
+def stop_group(pgid: int, proc: subprocess.Popen | None = None, grace_s: tuple[float, float] = STOP_GRACE_S) -> None:
     """Stops every process of a process group: SIGINT, then SIGTERM, then SIGKILL."""
 
     def gone(deadline: float) -> bool:
@@ -302,10 +305,10 @@ class VllmServer:
             f"{log_tail(self.log_path)}"
         )
 
-    def stop(self) -> None:
+    def stop(self, grace_s: tuple[float, float] = STOP_GRACE_S) -> None:
         if self.proc is None:
             return
-        stop_group(self.proc.pid, self.proc)
+        stop_group(self.proc.pid, self.proc, grace_s)
 
     def __enter__(self) -> "VllmServer":
         self.start()

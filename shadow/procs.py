@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine import VllmServer, stop_group
+from .engine import STOP_GRACE_S, VllmServer, stop_group
 
 
 @dataclass
@@ -24,9 +24,11 @@ class _Entry:
 
 
 class ProcessSet:
-    def __init__(self) -> None:
+    def __init__(self, grace_s: tuple[float, float] = STOP_GRACE_S) -> None:
+        """`grace_s`: how long each process group gets after SIGINT, then after SIGTERM, before SIGKILL."""
         self._items: list[_Entry] = []
         self._lock = threading.Lock()
+        self.grace_s = grace_s
 
     def add_server(self, name: str, server: VllmServer) -> VllmServer:
         with self._lock:
@@ -51,28 +53,28 @@ class ProcessSet:
             found = [e for e in self._items if e.name == name]
             self._items = [e for e in self._items if e.name != name]
         for e in found:
-            _stop(e)
+            _stop(e, self.grace_s)
 
     def stop_all(self) -> None:
         """Stops everything, all groups in parallel (each has its own grace periods)."""
         with self._lock:
             items, self._items = list(reversed(self._items)), []
-        threads = [threading.Thread(target=_stop, args=(e,), daemon=True) for e in items]
+        threads = [threading.Thread(target=_stop, args=(e, self.grace_s), daemon=True) for e in items]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
 
 
-def _stop(e: _Entry) -> None:
+def _stop(e: _Entry, grace_s: tuple[float, float]) -> None:
     if e.server is not None:
-        e.server.stop()
+        e.server.stop(grace_s)
     elif e.proc is not None:
         # A child may have started its own process group (`shadowreplay record` runs mitmdump in
         # one): note them first, stop ours (which lets the child shut its own down), then stop
         # whatever is left of theirs.
         others = descendant_groups(e.proc.pid) - {e.proc.pid}
-        stop_group(e.proc.pid, e.proc)
+        stop_group(e.proc.pid, e.proc, grace_s=grace_s)
         for pgid in others:
             stop_group(pgid, grace_s=(5.0, 5.0))
 

@@ -8,10 +8,60 @@ from pathlib import Path
 import pytest
 
 from shadowreplay.ports import free_port as _free_port
+from tests.engines import LAUNCHERS, Engines, EngineUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 TRACES = SHARED / "data" / "traces"
+ENGINES = Engines()
+
+# The tiers (docs/CONTRIBUTING.md): `make test` runs everything but `nightly`; `make test-all` runs all.
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that need no engine run first, while the shared engines start; then the modules that
+    use a shared engine; last those that start engines of their own (the shared ones are stopped
+    by then). Within each group the collected order is kept, so module fixtures stay contiguous."""
+    def rank(item) -> int:
+        if set(getattr(item, "fixturenames", ())) & set(LAUNCHERS):
+            return 1
+        return 2 if item.get_closest_marker("vllm") else 0
+
+    by_module: dict[str, int] = {}
+    for it in items:
+        key = it.nodeid.split("::")[0]
+        by_module[key] = max(by_module.get(key, 0), rank(it))
+    items.sort(key=lambda it: by_module[it.nodeid.split("::")[0]])
+
+
+def pytest_collection_finish(session):
+    """Starts each shared engine a selected test needs, in the background."""
+    if session.config.option.collectonly:
+        return
+    for it in session.items:
+        for name in set(getattr(it, "fixturenames", ())) & set(LAUNCHERS):
+            _LAST_USER[name] = it.nodeid
+    for name in sorted(_LAST_USER):
+        ENGINES.start(name)
+
+
+_LAST_USER: dict[str, str] = {}  # engine -> the last selected test that uses it
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Stops a shared engine once the last test that needs it is done."""
+    yield
+    for name, nodeid in _LAST_USER.items():
+        if nodeid == item.nodeid:
+            ENGINES.stop(name)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    ENGINES.stop_all()
+    for name, eng in ENGINES.started.items():
+        if eng.ready_after_s is not None:
+            session.config.get_terminal_writer().line(f"shared engine {name}: ready {eng.ready_after_s:.0f} s after collection")
 
 
 @pytest.fixture(scope="session")
@@ -42,20 +92,24 @@ def vllm_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_vllm(vllm_python, tmp_path_factory):
+def tiny_vllm(vllm_python):
     """One real vLLM (CPU) serving the tiny model, shared by the tests that only send it requests
-    (a start costs one to five minutes here). Yields (server, model_dir)."""
-    from shadowreplay.shadow.engine import EngineConfig, VllmServer
-    from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model
+    (tests/engines.py: started in the background when collection ends). Yields (server, model_dir).
+    A test that counts prefix-cache hits calls `server.reset_prefix_cache()` first."""
+    return _engine("tiny_vllm")
 
-    model = build_tiny_model(python=vllm_python)
-    # --enforce-eager: no torch.compile warm-up, so the server starts quickly on a busy machine.
-    # A tool-call parser: requests with tool_choice "required"/named/auto are served (vLLM refuses
-    # them without one); requests without tools are unaffected.
-    cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       extra_args=["--enforce-eager", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"])
-    with VllmServer(cfg, tmp_path_factory.mktemp("vllm") / "vllm.log", python=vllm_python) as srv:
-        yield srv, model
+
+@pytest.fixture(scope="session")
+def vllm_grpc(vllm_python):
+    """vLLM's own gRPC server with the tiny model (tests/engines.py). Yields (port, pid, pb2, pb2_grpc)."""
+    return _engine("vllm_grpc")
+
+
+def _engine(name: str):
+    try:
+        return ENGINES.get(name)
+    except EngineUnavailable as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 @pytest.fixture

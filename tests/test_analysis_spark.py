@@ -29,16 +29,26 @@ def spark():
     s.stop()
 
 
-@pytest.fixture(scope="module")
-def weekly(tmp_path_factory):
-    """~26k requests over four days with engine metrics and a batch client at 14:00 every day;
-    96 hourly files (Spark's cost is per file more than per row), short outputs keep the
-    token-gap lists (which itl.sql unnests) at about a million values."""
-    root = tmp_path_factory.mktemp("spark-daily")
-    batch = PlantedAnomaly(offset_s=14 * 3600, batch_rate_per_s=0.06)
-    write_recording(root, SynthSpec(periods=4, period_s=86400, rate_per_s=0.075, completion_mean=40.0, anomaly=batch, seed=11),
-                    engine_metrics=True)
-    return root
+# The per-change tier runs the parity checks on a few files; the nightly tier on the 96-file set.
+DATASETS = {
+    # 12 hourly files: three 4-hour periods, the batch client in the third hour of each
+    "small": (SynthSpec(periods=3, period_s=4 * 3600, rate_per_s=0.3, completion_mean=40.0, seed=11,
+                        anomaly=PlantedAnomaly(offset_s=2 * 3600, batch_rate_per_s=0.25)), "4h", "+2h-3h of each 4h period"),
+    # ~26k requests over four days with a batch client at 14:00 every day; 96 hourly files
+    # (Spark's cost is per file more than per row), short outputs keep the token-gap lists (which
+    # itl.sql unnests) at about a million values
+    "weekly": (SynthSpec(periods=4, period_s=86400, rate_per_s=0.075, completion_mean=40.0, seed=11,
+                         anomaly=PlantedAnomaly(offset_s=14 * 3600, batch_rate_per_s=0.06)), "1d", "14:00-15:00 UTC daily"),
+}
+
+
+@pytest.fixture(scope="module", params=["small", pytest.param("weekly", marks=pytest.mark.nightly)])
+def dataset(request, tmp_path_factory):
+    """(dataset folder, fold period, the planted slot's label), with engine metrics."""
+    spec, period, label = DATASETS[request.param]
+    root = tmp_path_factory.mktemp(f"spark-{request.param}")
+    write_recording(root, spec, engine_metrics=True)
+    return root, period, label
 
 
 def same(a, b, path: str = "") -> list[str]:
@@ -63,8 +73,8 @@ def test_same_catches_a_difference():
 
 
 @pytest.mark.slow
-def test_analyze_same_on_spark(spark, weekly, capsys):
-    argv = ["analyze", weekly, "--slo", "ttft=500ms,e2e=5s,itl=60ms"]
+def test_analyze_same_on_spark(spark, dataset, capsys):
+    argv = ["analyze", dataset[0], "--slo", "ttft=500ms,e2e=5s,itl=60ms"]
     duck = run_json(capsys, *argv)
     spk = run_json(capsys, *argv, "--engine", "spark")
     assert {g["client_id"] for g in duck["groups"]} == {None, "web-app", "mobile", "internal-tools", "eval", "batch-etl"}
@@ -73,25 +83,28 @@ def test_analyze_same_on_spark(spark, weekly, capsys):
 
 
 @pytest.mark.slow
-def test_anomalies_same_on_spark(spark, weekly, capsys):
-    duck = run_json(capsys, "analyze", "anomalies", weekly, "--period", "1d")
-    spk = run_json(capsys, "analyze", "anomalies", weekly, "--period", "1d", "--engine", "spark")
-    assert [a["label"] for a in duck["anomalies"]] == ["14:00-15:00 UTC daily"]
+def test_anomalies_same_on_spark(spark, dataset, capsys):
+    root, period, label = dataset
+    duck = run_json(capsys, "analyze", "anomalies", root, "--period", period)
+    spk = run_json(capsys, "analyze", "anomalies", root, "--period", period, "--engine", "spark")
+    assert [a["label"] for a in duck["anomalies"]] == [label]
     assert duck["anomalies"][0]["explained_by"][0]["who"] == "batch-etl" and duck["engine"]["windows"] > 1000
     assert same(duck, spk) == []
 
 
 @pytest.mark.slow
-def test_spark_warmup_and_replay_with_recording(spark, weekly, tmp_path, capsys):
+@pytest.mark.nightly  # 2-3 minutes: Spark plans each of the analysis' statements, whatever the data's size
+def test_spark_warmup_and_replay_with_recording(spark, tmp_path, capsys):
     """A replay next to its recording (the replayed view, fold on the recording's clock) and a
     warm-up (lat_warmup.sql's view rename), on both engines."""
     from tests.analysis_helpers import write_replay
 
     rec = tmp_path / "rec"
-    req = write_recording(rec, SynthSpec(periods=2, period_s=86400, rate_per_s=0.02, completion_mean=20.0, itl_lists=False, seed=3))
+    req = write_recording(rec, SynthSpec(periods=2, period_s=4 * 3600, rate_per_s=0.05, completion_mean=20.0, itl_lists=False, seed=3,
+                                         anomaly=PlantedAnomaly(offset_s=2 * 3600, batch_rate_per_s=0.05)))
     rep = tmp_path / "rep"
     write_replay(rep, req, recording=rec)
-    for argv in (["analyze", rep, "--warmup", "2h"], ["analyze", "anomalies", rep, "--period", "1d", "--warmup", "1h"]):
+    for argv in (["analyze", rep, "--warmup", "1h"], ["analyze", "anomalies", rep, "--period", "4h", "--warmup", "30m"]):
         duck = run_json(capsys, *argv)
         assert duck["requests"] > 1000
         assert same(duck, run_json(capsys, *argv, "--engine", "spark")) == []
@@ -118,8 +131,8 @@ def test_no_pyspark_is_one_line(tmp_path):
     assert r.stderr.strip().endswith(NEEDS) and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_duckdb_only_flag_combination_is_an_error(weekly, capsys):
-    rc, _, err = run_cli(capsys, "analyze", weekly, "--spark-master", "local[1]")
+def test_duckdb_only_flag_combination_is_an_error(dataset, capsys):
+    rc, _, err = run_cli(capsys, "analyze", dataset[0], "--spark-master", "local[1]")
     assert rc == 2 and "--spark-master needs --engine spark" in err
 
 

@@ -58,6 +58,44 @@ def wait_gone(pids: list[int], also: str, timeout: float = 30.0) -> None:
     assert processes_mentioning(also) == []
 
 
+@pytest.mark.timeout(900)  # about 4-5 minutes alone
+def test_demo_quick_runs_the_whole_pipeline(vllm_python, tmp_path):
+    """`demo --quick`: real engines, the real recorder, the PII check, the anomaly, a replay, the report."""
+    out = tmp_path / "demo"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "shadowreplay", "demo", "--quick", "--out", str(out)],
+                       capture_output=True, text=True, env=demo_env(vllm_python, tmp_path), timeout=840)  # fmt: skip
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, (r.stderr[-3000:], r.stdout[-3000:])
+    summary = json.loads((out / "summary.json").read_text())
+    print(f"demo --quick: {wall:.0f} s")
+
+    # two engines only, both stopped; the recording came through mitmdump and holds no planted PII
+    pids = engine_pids(r.stdout)
+    assert len(pids) == 2
+    assert summary["pii"]["leaks"] == 0 and summary["traffic"]["planted_pii"] > 20
+    con = duckdb.connect()
+    rec = con.execute(f"SELECT count(*), count(DISTINCT client_id) FROM read_parquet('{glob_for(out / 'recording', 'requests')}')").fetchone()
+    assert rec[0] >= summary["traffic"]["ok"] > 0 and rec[1] == 4
+
+    # the anomaly is found where the demo put the batch slot, and pinned on the batch client
+    an = summary["anomaly"]
+    assert an["label"].startswith(f"+{summary['slot_s']:g}s-") and an["batch_client_named"] and "nightly-batch" in an["explained_by"]
+
+    # one replay, complete, and its fidelity check; no remediation, no verdicts
+    glob = glob_for(out / "replay-baseline", "replay_results")
+    n, failed = con.execute(f"SELECT count(*), count(*) FILTER (WHERE error IS NOT NULL OR status >= 400) FROM read_parquet('{glob}')").fetchone()
+    assert n == rec[0] and failed == 0
+    assert not (out / "replay-flag").exists() and "verdicts" not in summary
+    assert summary["fidelity"] and summary["fidelity"]["matched"] > 0
+
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "TP99 by slot" in html and (out / "report-baseline.html").exists()
+    assert not list(out.rglob("*.key")) and "done in" in r.stdout
+    wait_gone(pids, str(out), timeout=10)
+
+
+@pytest.mark.nightly
 @pytest.mark.timeout(1800)  # about 16 minutes: four replays of 2.5 minutes after the recording
 def test_demo_end_to_end(vllm_python, tmp_path):
     out = tmp_path / "demo"

@@ -4,18 +4,11 @@ the real mitmdump records a streaming Generate over h2c."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import grpc
 import pytest
 
-from tests.conftest import free_port
 from tests.recorder_helpers import engine_apart
 from tests.test_recorder_grpc_e2e import read_rows, start_mitmdump, stop_mitmdump
 
@@ -24,102 +17,39 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 PROMPT = "Hello, my name is Maria Gonzalez and my email is maria.gonzalez@example.org. Tell me a story."
 
 
-def vllm_protos(vllm_python: Path):
-    """vllm_engine_pb2(_grpc), generated from the .proto files smg-grpc-proto ships in .venv-vllm."""
-    r = subprocess.run(
-        [str(vllm_python), "-c", "import os, smg_grpc_proto as m; print(os.path.join(os.path.dirname(m.__file__), 'proto'))"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    if r.returncode != 0:
-        pytest.fail(f"smg-grpc-servicer is not installed in {vllm_python}: pip install smg-grpc-servicer")
-    proto_dir = Path(r.stdout.strip())
-    from grpc_tools import protoc
-
-    out = Path(tempfile.mkdtemp(prefix="vllm_pb2_"))
-    include = Path(protoc.__file__).parent / "_proto"
-    args = ["protoc", f"-I{proto_dir}", f"-I{include}", f"--python_out={out}", f"--grpc_python_out={out}"]
-    assert protoc.main(args + [str(proto_dir / "common.proto"), str(proto_dir / "vllm_engine.proto")]) == 0
-    sys.path.insert(0, str(out))
-    import vllm_engine_pb2
-    import vllm_engine_pb2_grpc
-
-    return vllm_engine_pb2, vllm_engine_pb2_grpc
-
-
-@pytest.fixture(scope="module")
-def vllm_grpc(vllm_python):
-    from shadowreplay.shadow.tiny_model import build_tiny_model
-
-    model = build_tiny_model(python=vllm_python)
-    pb2, pb2_grpc = vllm_protos(vllm_python)
-    port = free_port()
-    log = tempfile.TemporaryFile()
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
-    proc = subprocess.Popen(
-        [str(vllm_python), "-m", "vllm.entrypoints.grpc_server", "--model", str(model), "--host", "127.0.0.1",
-         "--port", str(port), "--max-model-len", "2048", "--dtype", "bfloat16"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 780  # vLLM warms up ~1-2 min alone, far longer on a busy CPU
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-            stub = pb2_grpc.VllmEngineStub(ch)
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    pytest.fail(f"vLLM gRPC server exited {proc.returncode}: {log.read().decode()[-3000:]}")
-                try:
-                    if stub.HealthCheck(pb2.HealthCheckRequest(), timeout=2).healthy:
-                        break
-                except grpc.RpcError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail("vLLM gRPC server did not become healthy in 780 s")
-                time.sleep(1)
-        with engine_apart(proc.pid):  # the timing check measures the proxy hop, not CPU sharing
-            yield port, pb2, pb2_grpc
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-
-
 def test_vllm_grpc_generate_recorded(vllm_grpc, tmp_path_factory):
-    port, pb2, pb2_grpc = vllm_grpc
+    port, pid, pb2, pb2_grpc = vllm_grpc  # tests/engines.py
     keys = tmp_path_factory.mktemp("keys")
     key_file = keys / "scrub.key"
     key_file.write_bytes(b"grpc-vllm-test-key-0123456789abcdef")
     out = tmp_path_factory.mktemp("grpc_vllm_out")
-    proc, pport = start_mitmdump(f"http://127.0.0.1:{port}", out, key_file)
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{pport}") as ch:
-            grpc.channel_ready_future(ch).result(timeout=30)
-            stub = pb2_grpc.VllmEngineStub(ch)
-            warm = pb2.GenerateRequest(
-                request_id="warm-up", text="hello", stream=True, sampling_params=pb2.SamplingParams(max_tokens=2)
-            )
-            list(stub.Generate(warm, timeout=120))
-            # Three timed calls: one CPU stall of the shared machine must not decide the timing check.
-            calls = []
-            for i in range(3):
-                req = pb2.GenerateRequest(
-                    request_id=f"rec-test-{i}", text=PROMPT, stream=True,
-                    sampling_params=pb2.SamplingParams(max_tokens=12, min_tokens=12, ignore_eos=True, temperature=0.0),
-                )  # fmt: skip
-                t0 = time.time()
-                times, msgs = [], []
-                call = stub.Generate(req, timeout=120)
-                for m in call:
-                    times.append(time.time())
-                    msgs.append(m)
-                assert call.code() == grpc.StatusCode.OK
-                calls.append((t0, times, msgs))
-    finally:
-        err = stop_mitmdump(proc)
+    with engine_apart(pid):  # the timing check measures the proxy hop, not CPU sharing
+        proc, pport = start_mitmdump(f"http://127.0.0.1:{port}", out, key_file)
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{pport}") as ch:
+                grpc.channel_ready_future(ch).result(timeout=30)
+                stub = pb2_grpc.VllmEngineStub(ch)
+                warm = pb2.GenerateRequest(
+                    request_id="warm-up", text="hello", stream=True, sampling_params=pb2.SamplingParams(max_tokens=2)
+                )
+                list(stub.Generate(warm, timeout=120))
+                # Three timed calls: one CPU stall of the shared machine must not decide the timing check.
+                calls = []
+                for i in range(3):
+                    req = pb2.GenerateRequest(
+                        request_id=f"rec-test-{i}", text=PROMPT, stream=True,
+                        sampling_params=pb2.SamplingParams(max_tokens=12, min_tokens=12, ignore_eos=True, temperature=0.0),
+                    )  # fmt: skip
+                    t0 = time.time()
+                    times, msgs = [], []
+                    call = stub.Generate(req, timeout=120)
+                    for m in call:
+                        times.append(time.time())
+                        msgs.append(m)
+                    assert call.code() == grpc.StatusCode.OK
+                    calls.append((t0, times, msgs))
+        finally:
+            err = stop_mitmdump(proc)
     rows = sorted(read_rows(out), key=lambda x: x["ts_start"])
     assert len(rows) == 4, err[-2000:]
     diffs = []

@@ -15,36 +15,29 @@ from tests.test_recorder_proxy import stream_request
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
-def test_records_real_vllm_streams_usage_and_metrics(tmp_path, vllm_python, key_file):
-    from shadowreplay.shadow.engine import EngineConfig, VllmServer
-    from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model
+def test_records_real_vllm_streams_usage_and_metrics(tmp_path, tiny_vllm, key_file):
+    from shadowreplay.shadow.tiny_model import MODEL_NAME
 
-    model = build_tiny_model(python=vllm_python)
-    cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048)
+    engine, _ = tiny_vllm
     out = tmp_path / "data"
-    engine = VllmServer(cfg, tmp_path / "vllm.log", python=vllm_python).start()
-    try:
-        engine.wait_ready(timeout_s=780)  # startup is 60-90 s alone, minutes on a busy shared machine
-        with engine_apart(engine.pid), Proxy(engine.url, out, key_file, free_port(),
-                                             shadowreplay_metrics_url=engine.metrics_url,
-                                             shadowreplay_metrics_interval="0.2") as proxy:
-            seen = {}
-            with httpx.Client(base_url=proxy.url, timeout=120) as c:
-                assert c.get("/v1/models", headers={"x-test-id": "warm"}).status_code == 200  # warm connection
-                for i in range(3):
-                    body = {
-                        "model": MODEL_NAME,
-                        "messages": [{"role": "user", "content": f"Write about the city number {i}, reach me at a.b{i}@example.com"}],
-                        "max_tokens": 8, "min_tokens": 8, "ignore_eos": True, "stream": True,
-                        "stream_options": {"include_usage": True},
-                    }
-                    seen[f"c{i}"] = stream_request(c, "/v1/chat/completions", body, {"x-test-id": f"c{i}"})
-                r = c.post("/v1/completions", json={"model": MODEL_NAME, "prompt": "hello there", "max_tokens": 5,
-                                                     "min_tokens": 5, "ignore_eos": True}, headers={"x-test-id": "p"})
-                assert r.status_code == 200
-            assert proxy.stop(signal.SIGTERM) == 0
-    finally:
-        engine.stop()
+    with engine_apart(engine.pid), Proxy(engine.url, out, key_file, free_port(),
+                                         shadowreplay_metrics_url=engine.metrics_url,
+                                         shadowreplay_metrics_interval="0.2") as proxy:
+        seen = {}
+        with httpx.Client(base_url=proxy.url, timeout=120) as c:
+            assert c.get("/v1/models", headers={"x-test-id": "warm"}).status_code == 200  # warm connection
+            for i in range(3):
+                body = {
+                    "model": MODEL_NAME,
+                    "messages": [{"role": "user", "content": f"Write about the city number {i}, reach me at a.b{i}@example.com"}],
+                    "max_tokens": 8, "min_tokens": 8, "ignore_eos": True, "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
+                seen[f"c{i}"] = stream_request(c, "/v1/chat/completions", body, {"x-test-id": f"c{i}"})
+            r = c.post("/v1/completions", json={"model": MODEL_NAME, "prompt": "hello there", "max_tokens": 5,
+                                                 "min_tokens": 5, "ignore_eos": True}, headers={"x-test-id": "p"})
+            assert r.status_code == 200
+        assert proxy.stop(signal.SIGTERM) == 0
     by = rows_by_header(read_requests(out))
     assert set(by) == {"warm", "c0", "c1", "c2", "p"}
     diffs = []

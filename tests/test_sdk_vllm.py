@@ -1,8 +1,7 @@
 """The official `openai` and `anthropic` SDKs as clients, through the real recorder (mitmdump + the
 addon), against real vLLM on the CPU: chat, completions, Responses and Messages, streamed and not,
-with tool definitions and tool calls; then a replay of that recording into a fresh vLLM.
-
-One recording (against the shared tiny_vllm) and one fresh vLLM for the replay."""
+with tool definitions and tool calls; then a replay of that recording into the shared tiny_vllm
+with its prefix cache emptied."""
 
 from __future__ import annotations
 
@@ -192,15 +191,14 @@ def all_bytes(root: Path) -> list[tuple[Path, bytes]]:
     return [(p, p.read_bytes()) for p in root.rglob("*") if p.is_file()]
 
 
-def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm, vllm_python, key_file):
+def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm, key_file):
     import anthropic
     import openai
 
     from shadowreplay.replayer.replay import ReplayOptions, replay
-    from shadowreplay.shadow.engine import EngineConfig, VllmServer
     from shadowreplay.shadow.tiny_model import MODEL_NAME
 
-    srv, model_dir = tiny_vllm
+    srv, _ = tiny_vllm
     out = tmp_path / "rec"
     with engine_apart(srv.pid), Proxy(srv.url, out, key_file, free_port()) as proxy:
         hooks = {"request": [on_request]}
@@ -251,14 +249,12 @@ def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm
         for secret in PII:
             assert secret.encode() not in data, (p, secret)
 
-    # ---- the replay, into a fresh vLLM
-    cfg = EngineConfig(model=model_dir, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       extra_args=list(srv.cfg.extra_args))
+    # ---- the replay, into the same engine with its prefix cache emptied (standing in for a shadow)
     res_dir = tmp_path / "replay"
-    with VllmServer(cfg, tmp_path / "fresh-vllm.log", python=vllm_python) as fresh:
-        res = replay(ReplayOptions(recording=str(out), target=fresh.url, out=str(res_dir), where="kind <> 'http'",
-                                   timeout_s=300, progress=False, no_metrics=True, allow_recorded_host=True),
-                     echo=lambda s: None)
+    srv.reset_prefix_cache()
+    res = replay(ReplayOptions(recording=str(out), target=srv.url, out=str(res_dir), where="kind <> 'http'",
+                               timeout_s=300, progress=False, no_metrics=True, allow_recorded_host=True),
+                 echo=lambda s: None)
     assert res.summary["sent"] == len(seen) and res.summary["errors"] == 0, res.summary
     got = duckdb.connect().execute(
         f"SELECT request_id, kind, status, error, completion_tokens, expected_completion_tokens, ttft_ms, prompt_tokens "

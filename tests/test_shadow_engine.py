@@ -166,7 +166,7 @@ def test_process_set_stops_children_that_made_their_own_session():
     p, pids = spawn_tree(True, "polite")
     assert len(pids) == 3
     assert pids[2] in descendant_groups(p.pid)
-    ps = ProcessSet()
+    ps = ProcessSet(grace_s=(0.5, 0.5))  # a child ignores SIGINT: the default 20 s grace would only wait
     ps.add("tree", p)
     ps.stop_all()
     deadline = time.monotonic() + 5
@@ -206,7 +206,7 @@ def test_down_stops_the_process_named_in_the_state_file_and_ignores_reused_pids(
     try:
         r = run_cli("shadow", "status", run_dir=tmp_path)
         assert "18999" in r.stdout and "not running (stale)" in r.stdout
-        r = run_cli("shadow", "down", "--all", run_dir=tmp_path)
+        r = run_cli("shadow", "down", "--all", "--grace", "1s", run_dir=tmp_path)  # a child ignores SIGINT
         assert r.returncode == 0, r.stderr
         assert "port 18999 stopped" in r.stdout and "18998 was not running" in r.stdout
         p.wait(timeout=10)

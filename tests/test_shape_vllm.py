@@ -62,84 +62,81 @@ def file_texts(root) -> dict[str, bytes]:
     return out
 
 
-def test_shape_recording_replays_token_counts_and_prefix_sharing(tmp_path, vllm_python, key_file, capsys):
-    from shadowreplay.shadow.engine import EngineConfig, VllmServer
-    from shadowreplay.shadow.tiny_model import MODEL_NAME, build_tiny_model
+def test_shape_recording_replays_token_counts_and_prefix_sharing(tmp_path, tiny_vllm, key_file, capsys):
+    from shadowreplay.shadow.tiny_model import MODEL_NAME
 
-    model = build_tiny_model(python=vllm_python)
-    cfg = EngineConfig(model=model, served_model_name=MODEL_NAME, port=free_port(), max_model_len=2048,
-                       enable_prefix_caching=True, extra_args=["--enforce-eager", "--block-size", "32"], env={"VLLM_SERVER_DEV_MODE": "1"})
     rec = {"text": tmp_path / "rec-text", "shape": tmp_path / "rec-shape"}
     replies = []
-    with VllmServer(cfg, tmp_path / "vllm.log", python=vllm_python) as engine:
-        proxies = {k: Proxy(engine.url, d, key_file, free_port(), shadowreplay_keep=k) for k, d in rec.items()}
-        for p in proxies.values():
-            p.start()
-        try:
-            clients = {k: httpx.Client(base_url=p.url, timeout=120, trust_env=False) for k, p in proxies.items()}
-            for q in range(len(QUESTIONS)):
-                for g, prefix in enumerate(PREFIXES):
-                    question = QUESTIONS[(q + g) % len(QUESTIONS)]
-                    chat = q % 2 == 1  # half of them chat: system prompt + user message
-                    body = {"model": MODEL_NAME, "max_tokens": 6 + g, "min_tokens": 6 + g, "ignore_eos": True,
-                            "stream": True, "stream_options": {"include_usage": True}}
-                    if chat:
-                        body["messages"] = [{"role": "system", "content": prefix}, {"role": "user", "content": question}]
-                    else:
-                        body["prompt"] = prefix + question
-                    route = "/v1/chat/completions" if chat else "/v1/completions"
-                    for k, c in clients.items():
-                        r = stream_request(c, route, body, {"x-test-id": f"{g}-{q}", "x-user": "eleanor.wb@example.org"})
-                        assert r["status"] == 200
-                        replies.append(r["text"])
-            for c in clients.values():
-                c.close()
-        finally:
-            codes = [p.stop(signal.SIGTERM) for p in proxies.values()]
-        assert codes == [0, 0], [p.log() for p in proxies.values()]
+    engine, _ = tiny_vllm  # prefix caching in blocks of 32, dev endpoints (tests/engines.py)
+    engine.reset_prefix_cache()
+    proxies = {k: Proxy(engine.url, d, key_file, free_port(), shadowreplay_keep=k) for k, d in rec.items()}
+    for p in proxies.values():
+        p.start()
+    try:
+        clients = {k: httpx.Client(base_url=p.url, timeout=120, trust_env=False) for k, p in proxies.items()}
+        for q in range(len(QUESTIONS)):
+            for g, prefix in enumerate(PREFIXES):
+                question = QUESTIONS[(q + g) % len(QUESTIONS)]
+                chat = q % 2 == 1  # half of them chat: system prompt + user message
+                body = {"model": MODEL_NAME, "max_tokens": 6 + g, "min_tokens": 6 + g, "ignore_eos": True,
+                        "stream": True, "stream_options": {"include_usage": True}}
+                if chat:
+                    body["messages"] = [{"role": "system", "content": prefix}, {"role": "user", "content": question}]
+                else:
+                    body["prompt"] = prefix + question
+                route = "/v1/chat/completions" if chat else "/v1/completions"
+                for k, c in clients.items():
+                    r = stream_request(c, route, body, {"x-test-id": f"{g}-{q}", "x-user": "eleanor.wb@example.org"})
+                    assert r["status"] == 200
+                    replies.append(r["text"])
+        for c in clients.values():
+            c.close()
+    finally:
+        codes = [p.stop(signal.SIGTERM) for p in proxies.values()]
+    assert codes == [0, 0], [p.log() for p in proxies.values()]
 
-        # privacy: no planted or original text (nor any reply) in any file of the shape recording
-        texts = file_texts(rec["shape"])
-        assert any(k.endswith("#values") for k in texts)
-        for name, data in texts.items():
-            for s in PLANTED + ORIGINAL + [r for r in replies if len(r) >= 12]:
-                assert s.encode() not in data, (name, s)
-        for p in proxies.values():  # the proxies' own logs hold nothing either
-            texts[str(p.log_path)] = p.log_path.read_bytes() if p.key_file and p.sets["shadowreplay_keep"] == "shape" else b""
-        for name, data in texts.items():
-            assert b"Eleanor" not in data and b"Harbourline" not in data, name
-        rows = {k: sorted(read_requests(d), key=lambda r: r["ts_start"]) for k, d in rec.items()}  # the same order
-        assert len(rows["shape"]) == len(rows["text"]) == 12
-        for t, s in zip(rows["text"], rows["shape"]):
-            assert s["request_body"] is None and s["response_text"] is None and t["request_body"]
-            assert (s["prompt_tokens"], s["completion_tokens"], s["prompt_chars"]) == \
-                (t["prompt_tokens"], t["completion_tokens"], t["prompt_chars"])
-            assert s["hash_ids"] and s["hash_block_chars"] == 64 and s["content_type"] == "text"
-        # the analysis works unchanged on the shape recording, and sees the same prefix sharing
-        an = {k: run_json(capsys, "analyze", str(d)) for k, d in rec.items()}
-        assert an["shape"]["requests"] == an["text"]["requests"] == 12
-        assert an["shape"]["prefix"] == an["text"]["prefix"]
+    # privacy: no planted or original text (nor any reply) in any file of the shape recording
+    texts = file_texts(rec["shape"])
+    assert any(k.endswith("#values") for k in texts)
+    for name, data in texts.items():
+        for s in PLANTED + ORIGINAL + [r for r in replies if len(r) >= 12]:
+            assert s.encode() not in data, (name, s)
+    for p in proxies.values():  # the proxies' own logs hold nothing either
+        texts[str(p.log_path)] = p.log_path.read_bytes() if p.key_file and p.sets["shadowreplay_keep"] == "shape" else b""
+    for name, data in texts.items():
+        assert b"Eleanor" not in data and b"Harbourline" not in data, name
+    rows = {k: sorted(read_requests(d), key=lambda r: r["ts_start"]) for k, d in rec.items()}  # the same order
+    assert len(rows["shape"]) == len(rows["text"]) == 12
+    for t, s in zip(rows["text"], rows["shape"]):
+        assert s["request_body"] is None and s["response_text"] is None and t["request_body"]
+        assert (s["prompt_tokens"], s["completion_tokens"], s["prompt_chars"]) == \
+            (t["prompt_tokens"], t["completion_tokens"], t["prompt_chars"])
+        assert s["hash_ids"] and s["hash_block_chars"] == 64 and s["content_type"] == "text"
+    # the analysis works unchanged on the shape recording, and sees the same prefix sharing
+    an = {k: run_json(capsys, "analyze", str(d)) for k, d in rec.items()}
+    assert an["shape"]["requests"] == an["text"]["requests"] == 12
+    assert an["shape"]["prefix"] == an["text"]["prefix"]
 
-        hits = {}
-        for k, d in rec.items():
-            engine.reset_prefix_cache()
-            before = prefix_hits(engine.url)
-            out = tmp_path / f"replay-{k}"
-            res = replay(ReplayOptions(recording=str(d), target=engine.url, out=str(out), no_metrics=True,
-                                       timeout_s=120, progress=False, tokenizer=engine.url,  # its /tokenize
-                                       allow_recorded_host=True),  # the recorded upstream is this shadow
-                         echo=lambda s: None)
-            assert res.summary["errors"] == 0 and res.summary["sent"] == 12
-            hits[k] = prefix_hits(engine.url) - before
-            got = duckdb.connect().execute(
-                f"SELECT r.request_id, r.status, r.prompt_tokens, r.completion_tokens, q.prompt_tokens, q.completion_tokens "
-                f"FROM read_parquet('{out}/replay_results/**/*.parquet') r "
-                f"JOIN read_parquet('{d}/requests/**/*.parquet') q USING (request_id)").fetchall()
-            assert len(got) == 12
-            for rid, status, pt, ct, rec_pt, rec_ct in got:
-                assert status == 200 and ct == rec_ct, (k, rid)
-                if k == "shape":
-                    assert pt == rec_pt, (rid, pt, rec_pt)  # exactly the recorded prompt length
+    hits = {}
+    for k, d in rec.items():
+        engine.reset_prefix_cache()
+        before = prefix_hits(engine.url)
+        out = tmp_path / f"replay-{k}"
+        res = replay(ReplayOptions(recording=str(d), target=engine.url, out=str(out), no_metrics=True,
+                                   timeout_s=120, progress=False, tokenizer=engine.url,  # its /tokenize
+                                   allow_recorded_host=True),  # the recorded upstream is this shadow
+                     echo=lambda s: None)
+        assert res.summary["errors"] == 0 and res.summary["sent"] == 12
+        hits[k] = prefix_hits(engine.url) - before
+        got = duckdb.connect().execute(
+            f"SELECT r.request_id, r.status, r.prompt_tokens, r.completion_tokens, q.prompt_tokens, q.completion_tokens "
+            f"FROM read_parquet('{out}/replay_results/**/*.parquet') r "
+            f"JOIN read_parquet('{d}/requests/**/*.parquet') q USING (request_id)").fetchall()
+        assert len(got) == 12
+        for rid, status, pt, ct, rec_pt, rec_ct in got:
+            assert status == 200 and ct == rec_ct, (k, rid)
+            if k == "shape":
+                assert pt == rec_pt, (rid, pt, rec_pt)  # exactly the recorded prompt length
     print(f"prefix-cache hit tokens: text {hits['text']:.0f}, shape {hits['shape']:.0f}")
     assert hits["text"] > 0
     assert abs(hits["shape"] - hits["text"]) <= 0.10 * hits["text"], hits
