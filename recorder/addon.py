@@ -33,6 +33,22 @@ def is_grpc(flow: http.HTTPFlow) -> bool:
     return flow.request.headers.get("content-type", "").startswith("application/grpc")
 
 
+def reverse_upstreams(modes: list[str]) -> str:
+    """The upstream URLs of mitmproxy's reverse modes (`reverse:http://vllm:8000`), comma-separated:
+    written into every file's metadata, so that a replay refuses them (replayer/safety.py)."""
+    from mitmproxy.proxy.mode_specs import ProxyMode, ReverseMode
+
+    out = []
+    for spec in modes:
+        try:
+            mode = ProxyMode.parse(spec)
+        except ValueError:
+            continue
+        if isinstance(mode, ReverseMode):
+            out.append(mode.data)
+    return ",".join(out)
+
+
 _seconds = options.seconds  # a duration option's value in seconds (tests read --set values with it)
 
 
@@ -91,6 +107,7 @@ class Recorder:
             header_count_cap=v["header_count_cap"],
             header_bytes_cap=v["header_bytes_cap"],
             instance=instance,
+            upstream=reverse_upstreams(list(getattr(ctx.options, "mode", []) or [])),
         )
         if v["writer"] == "process":
             from .process_writer import ProcessWriter

@@ -84,6 +84,7 @@ class WriterConfig:
     header_count_cap: int = HEADER_COUNT_CAP
     header_bytes_cap: int = HEADER_BYTES_CAP
     instance: str = field(default_factory=fleet.default_instance)  # in file names and the status object's name
+    upstream: str = ""  # the proxy's upstream URL(s), comma-separated: in every file's metadata (replayer/safety.py)
 
 
 def _row_size(row: dict[str, Any]) -> int:
@@ -304,6 +305,8 @@ class Writer(BoundedIntake):
             table = rows_to_table(rows, REQUESTS)
             meta = {f"recorder.{k}": v for k, v in self.counters().items()}
             meta["recorder.instance"] = self.config.instance
+            if self.config.upstream:
+                meta["recorder.upstream"] = self.config.upstream
             paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta, name_tag=self.config.instance)
         except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)

@@ -63,6 +63,7 @@ def serve(link: ParentLink, cfg: dict[str, Any]) -> int:
     wcfg = WriterConfig(
         out_dir=location(cfg["out_dir"]),
         instance=cfg["instance"],
+        upstream=cfg.get("upstream", ""),
         rotate_seconds=cfg["rotate_seconds"],
         rotate_bytes=cfg["rotate_bytes"],
         queue_size=CHILD_QUEUE,

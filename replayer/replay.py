@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from .routes import parse_route, parse_target
 from .rows import static_columns
 from .runner import Replayer, RunConfig
 from .grpc_replay import check_grpc_target
-from .safety import check_targets, recorded_endpoints
+from .safety import check_targets
 from .shard import Shard, check_start_at, clock_state, iso_ns, parse_shard, parse_start_at
 from .results_writer import ResultsWriter
 
@@ -135,8 +136,8 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     for ti in plan.target_idx:
         per_target[plan.targets[ti].url] = per_target.get(plan.targets[ti].url, 0) + 1
     sched["per_target"] = per_target
-    hosts, ports, schemes = zip(*plan.recorded_hosts) if plan.recorded_hosts else ((), (), ())
-    check_targets(plan.targets, recorded_endpoints(hosts, ports, schemes), o.allow_recorded_host)
+    for warning in check_targets(plan.targets, sel.endpoints, o.allow_recorded_host):
+        print(f"shadowreplay replay: warning: {warning}", file=sys.stderr, flush=True)
     for ti in {plan.target_idx[i] for i, call in enumerate(plan.grpc) if call is not None}:
         check_grpc_target(plan.targets[ti])
 

@@ -8,18 +8,20 @@ per row is built here.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from shadowreplay import sqlfiles
-from shadowreplay.dataset import checked_columns, duckdb_type, find_tables, parquet_files
+from shadowreplay.dataset import CheckedFiles, check_files, duckdb_type, find_tables, parquet_files
 from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.durations import TimePoint, parse_time
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
+
+from .safety import UPSTREAM_KEY, Endpoint, recorded_endpoints
 
 # Columns the replayer cannot work without, and those it uses when present (NULL otherwise).
 REQUIRED = ("request_id", "ts_start", "path", "request_body")
@@ -49,12 +51,13 @@ class Selection:
     start: dt.datetime
     end: dt.datetime
     lead_in_rows: int = 0  # the first rows of `table`, before `start`
+    endpoints: set[Endpoint] = field(default_factory=set)  # what the whole recording was recorded from
 
     def __len__(self) -> int:
         return self.table.num_rows
 
 
-def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
+def recording_files(recording: str | Path) -> tuple[Path, CheckedFiles]:
     """The requests table's Parquet files, each checked (readable, schema version, table)."""
     tables = find_tables(recording)
     if REQUESTS not in tables:
@@ -63,11 +66,32 @@ def recording_files(recording: str | Path) -> tuple[Path, list[Path]]:
     files = parquet_files(root, REQUESTS)
     if not files:
         raise DatasetError(f"{root / REQUESTS}: no Parquet files")
-    columns = checked_columns(files, REQUESTS)
-    missing = [c for c in REQUIRED if c not in columns]
+    checked = check_files(files, REQUESTS)
+    missing = [c for c in REQUIRED if c not in checked.columns]
     if missing:
         raise DatasetError(f"{root / REQUESTS}: recording lacks column(s) {', '.join(missing)}")
-    return root, files
+    return root, checked
+
+
+def _endpoints(con, files: list[str], checked: CheckedFiles) -> set[Endpoint]:
+    """Every endpoint the whole recording names (replayer/safety.py), not only the selection's."""
+    import duckdb
+
+    def col(name: str):
+        if name in checked.columns:
+            return duckdb.ColumnExpression(name)
+        return duckdb.ConstantExpression(None).cast(duckdb.sqltype(duckdb_type(REQUESTS_SCHEMA.field(name).type)))
+
+    def header(key: str):
+        return duckdb.FunctionExpression("json_extract_string", col("request_headers"), duckdb.ConstantExpression(key))
+
+    rel = con.read_parquet(files, hive_partitioning=True, union_by_name=True)
+    rows = rel.select(col("host").alias("h"), col("port").cast(duckdb.sqltype("INTEGER")).alias("p"),
+                      col("scheme").alias("s"), header("$.host").alias("a"),
+                      header('$.":authority"').alias("b")).distinct().fetchall()
+    upstreams = {u.strip() for md in checked.metadata for u in md.get(UPSTREAM_KEY, "").split(",") if u.strip()}
+    return recorded_endpoints([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                              [a for r in rows for a in r[3:]], upstreams)
 
 
 def _columns(present: set[str]) -> list:
@@ -102,7 +126,8 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     """Runs the selection query; raises DatasetError/ConfigError with a one-line message."""
     import duckdb
 
-    root, files = recording_files(recording)
+    root, checked = recording_files(recording)
+    files = checked.files
     con = duckdb.connect()
     if is_remote(root):
         register_duckdb(con)  # s3:// files are read through s3fs
@@ -111,6 +136,10 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     present = {r["column_name"] for r in sqlfiles.rows(
         con, sqlfiles.load(__package__, "columns.sql"), {"files": params_files}, context=unreadable)}
     (b,) = sqlfiles.rows(con, sqlfiles.load(__package__, "bounds.sql"), {"files": params_files}, context=unreadable)
+    try:
+        endpoints = _endpoints(con, params_files, checked)
+    except duckdb.Error as e:
+        raise DatasetError(f"{unreadable}: {sqlfiles.first_line(e)}") from None
     first, last, n = b["first_ts"], b["last_ts"], b["n"]
     if not n:
         raise DatasetError(f"{root / REQUESTS}: the recording holds no requests")
@@ -151,7 +180,7 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         lead = int((ts < int(window_start.timestamp() * 1e6)).sum())
         if lead == table.num_rows:
             raise ConfigError(f"empty selection: every selected request is in the lead-in (before {window_start.isoformat()})")
-    return Selection(root, files, table, first, last, int(n), window_start, end, lead)
+    return Selection(root, files, table, first, last, int(n), window_start, end, lead, endpoints)
 
 
 def offsets_ns(table: pa.Table, speed: float) -> list[int]:

@@ -13,6 +13,7 @@ import logging
 import os
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from .storage import Location, location, read_parquet_metadata, write_parquet
 
 log = logging.getLogger(__name__)
 
+META_PREFIX = "shadowreplay."  # write_table's extra_metadata keys are stored under it
 
 
 def table_dir(root: str | os.PathLike | Location, table: str) -> Location:
@@ -82,7 +84,7 @@ def write_table(
     written = []
     meta = dict(data.schema.metadata or {})
     for k, v in (extra_metadata or {}).items():
-        meta[f"shadowreplay.{k}".encode()] = str(v).encode()
+        meta[f"{META_PREFIX}{k}".encode()] = str(v).encode()
     for h in sorted(uniq):
         part = data.filter(pc.equal(hour_no, pa.scalar(h, pa.int64()))) if len(uniq) > 1 else data
         part = part.replace_schema_metadata(meta)
@@ -233,12 +235,30 @@ def absent_columns(table: str, present: Iterable[str]) -> str:
     return "".join(f', CAST(NULL AS {duckdb_type(f.type)}) AS "{f.name}"' for f in SCHEMAS[table] if f.name not in have)
 
 
+@dataclass
+class CheckedFiles:
+    """The files of one table that check_file accepted, with what their footers say."""
+
+    files: list[Location]
+    columns: set[str]  # the union of their column names
+    metadata: list[dict[str, str]]  # per file: its shadowreplay.* metadata, keys without the prefix
+
+
+def check_files(files: Iterable[Location], table: str) -> CheckedFiles:
+    """Checks every file (check_file); raises DatasetError for the first that fails."""
+    out = CheckedFiles([], set(), [])
+    for f in files:
+        md = check_file(f, table)
+        out.files.append(f)
+        out.columns.update(md.schema.to_arrow_schema().names)
+        out.metadata.append({k.decode(errors="replace").removeprefix(META_PREFIX): v.decode(errors="replace")
+                             for k, v in (md.metadata or {}).items() if k.startswith(META_PREFIX.encode())})
+    return out
+
+
 def checked_columns(files: Iterable[Location], table: str) -> set[str]:
     """Checks every file (check_file) and returns the union of their column names."""
-    out: set[str] = set()
-    for f in files:
-        out.update(check_file(f, table).schema.to_arrow_schema().names)
-    return out
+    return check_files(files, table).columns
 
 
 def glob_for(root: str | os.PathLike | Location, table: str) -> str:
