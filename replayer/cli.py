@@ -164,6 +164,7 @@ def run(args) -> int:
         shard=args.shard,
         start_at=args.start_at,
         progress_json=args.progress_json,
+        skip_bad_files=args.skip_bad_files,
     )
     echo = lambda s: print(s, flush=True)  # noqa: E731
     if (args.repeat == 1 and not args.b_target) or args.dry_run:

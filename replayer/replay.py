@@ -15,6 +15,7 @@ from pathlib import Path
 from shadowreplay import __version__
 from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError, TargetError
+from shadowreplay.readpolicy import skip_bad_files, skipping_bad_files
 from shadowreplay.storage import location
 
 from . import client, results, schedule
@@ -67,6 +68,7 @@ class ReplayOptions:
     shard: str | None = None  # "K/N": send only this shard's share of the schedule (replayer/shard.py)
     start_at: str | None = None  # shared wall-clock start: ISO-8601 UTC or epoch seconds
     progress_json: bool = False  # progress as JSON lines on stdout (a shard run by `replay --shards N`)
+    skip_bad_files: bool = False  # leave out the recording's unreadable files (shadowreplay/readpolicy.py)
 
 
 @dataclass
@@ -115,7 +117,9 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     routes = [parse_route(r) for r in o.routes]
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
     extra_headers = parse_headers(o.headers)
-    sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s), [r.predicate for r in routes])
+    with skipping_bad_files(o.skip_bad_files or skip_bad_files()):
+        sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s),
+                              [r.predicate for r in routes])
     body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
     offs = schedule.offsets_ns(sel.table, o.speed)
     table, positions = sel.table, range(sel.table.num_rows)
@@ -176,6 +180,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "run_id": run_id,
         "recording": str(location(o.recording).resolve()),
         "recording_rows": sel.recording_rows,
+        "skipped_files": sel.skipped_files,  # unreadable, left out by --skip-bad-files
         "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
                     "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},
         "speed": o.speed,

@@ -52,6 +52,7 @@ class Selection:
     end: dt.datetime
     lead_in_rows: int = 0  # the first rows of `table`, before `start`
     endpoints: set[Endpoint] = field(default_factory=set)  # what the whole recording was recorded from
+    skipped_files: list[str] = field(default_factory=list)  # left out by --skip-bad-files
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -180,7 +181,8 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         lead = int((ts < int(window_start.timestamp() * 1e6)).sum())
         if lead == table.num_rows:
             raise ConfigError(f"empty selection: every selected request is in the lead-in (before {window_start.isoformat()})")
-    return Selection(root, files, table, first, last, int(n), window_start, end, lead, endpoints)
+    return Selection(root, files, table, first, last, int(n), window_start, end, lead, endpoints,
+                     [str(f) for f, _ in checked.skipped])
 
 
 def offsets_ns(table: pa.Table, speed: float) -> list[int]:

@@ -10,6 +10,7 @@ import sys
 
 from . import __version__
 from .errors import ShadowReplayError
+from .readpolicy import SKIP_BAD_FILES, skipping_bad_files
 
 # (module, what it registers). Each module has `register(subparsers)`; heavy imports stay inside
 # the command functions so `shadowreplay --help` is fast.
@@ -33,7 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for name in READING_COMMANDS:
+        sub.choices[name].add_argument(
+            SKIP_BAD_FILES, dest="skip_bad_files", action="store_true",
+            help="leave out the dataset's unreadable Parquet files (each listed on stderr) instead of refusing the dataset")
     return parser
+
+
+# Commands that read datasets: each takes --skip-bad-files (shadowreplay/readpolicy.py).
+READING_COMMANDS = ("sql", "analyze", "analyze anomalies", "compare", "report", "replay", "export")
 
 
 # Commands of two words (`analyze anomalies`): registered as one name with a space, so each has
@@ -67,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        rc = func(args)
+        with skipping_bad_files(getattr(args, "skip_bad_files", False)):
+            rc = func(args)
     except ShadowReplayError as e:
         print(f"shadowreplay {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import DatasetError, ShadowReplayError
+from .readpolicy import SKIP_BAD_FILES, not_listed_yet, skip_bad_files
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
 from .storage import Location, location, read_parquet_metadata, write_parquet
 
@@ -242,17 +244,36 @@ class CheckedFiles:
     files: list[Location]
     columns: set[str]  # the union of their column names
     metadata: list[dict[str, str]]  # per file: its shadowreplay.* metadata, keys without the prefix
+    skipped: list[tuple[Location, str]] = field(default_factory=list)  # (file, why) under skipping_bad_files
 
 
 def check_files(files: Iterable[Location], table: str) -> CheckedFiles:
-    """Checks every file (check_file); raises DatasetError for the first that fails."""
+    """Checks every file (check_file). A file that fails is a DatasetError naming it and
+    --skip-bad-files; within readpolicy.skipping_bad_files() it is left out and listed on stderr instead
+    (DatasetError when no file is left)."""
     out = CheckedFiles([], set(), [])
+    files = list(files)
     for f in files:
-        md = check_file(f, table)
+        try:
+            md = check_file(f, table)
+        except DatasetError as e:
+            if not skip_bad_files():
+                raise DatasetError(f"{e}; pass {SKIP_BAD_FILES} to read the other files without it") from None
+            out.skipped.append((f, str(e).removeprefix(f"{f}: ")))
+            continue
         out.files.append(f)
         out.columns.update(md.schema.to_arrow_schema().names)
         out.metadata.append({k.decode(errors="replace").removeprefix(META_PREFIX): v.decode(errors="replace")
                              for k, v in (md.metadata or {}).items() if k.startswith(META_PREFIX.encode())})
+    fresh = set(not_listed_yet([str(f) for f, _ in out.skipped]))
+    new = [(f, why) for f, why in out.skipped if str(f) in fresh]
+    if new:
+        print(f"shadowreplay: {SKIP_BAD_FILES}: skipped {len(new)} unreadable file{'s' if len(new) > 1 else ''} "
+              f"of {len(files)} in {table}:", file=sys.stderr, flush=True)
+        for f, why in new:
+            print(f"  {f}: {why}", file=sys.stderr, flush=True)
+    if files and not out.files:
+        raise DatasetError(f"{table}: none of its {len(files)} files is readable")
     return out
 
 
