@@ -32,6 +32,9 @@ def register(subparsers) -> None:
                    help="send requests matching a DuckDB predicate to another target (repeatable, first match wins)")
     p.add_argument("--dry-run", action="store_true", help="print the schedule summary and exit")
     p.add_argument("--allow-recorded-host", action="store_true", help="allow replaying to the host the traffic was recorded from")
+    p.add_argument("--include-damaged", action="store_true",
+                   help="also send the rows the recorder marked damaged (request body stored truncated, undecodable, "
+                        "a decompression bomb); by default they are left out and counted")
     p.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="do not set ignore_eos on LLM requests")
     p.add_argument("--tokenizer", metavar="DIR_OR_URL",
                    help="the shadow model's tokenizer.json folder (or vLLM URL): synthesizes prompts for rows recorded with --keep shape")
@@ -165,6 +168,7 @@ def run(args) -> int:
         start_at=args.start_at,
         progress_json=args.progress_json,
         skip_bad_files=args.skip_bad_files,
+        include_damaged=args.include_damaged,
     )
     echo = lambda s: print(s, flush=True)  # noqa: E731
     if (args.repeat == 1 and not args.b_target) or args.dry_run:

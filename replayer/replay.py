@@ -18,7 +18,7 @@ from shadowreplay.errors import ConfigError, TargetError
 from shadowreplay.readpolicy import skip_bad_files, skipping_bad_files
 from shadowreplay.storage import location
 
-from . import client, results, schedule
+from . import client, damaged, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
 from .plan import build_plan
 from .shape import shape_prompts
@@ -69,6 +69,7 @@ class ReplayOptions:
     start_at: str | None = None  # shared wall-clock start: ISO-8601 UTC or epoch seconds
     progress_json: bool = False  # progress as JSON lines on stdout (a shard run by `replay --shards N`)
     skip_bad_files: bool = False  # leave out the recording's unreadable files (shadowreplay/readpolicy.py)
+    include_damaged: bool = False  # also send the rows the recorder marked damaged (replayer/damaged.py)
 
 
 @dataclass
@@ -118,7 +119,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
     extra_headers = parse_headers(o.headers)
     with skipping_bad_files(o.skip_bad_files or skip_bad_files()):
-        sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s),
+        sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s, o.include_damaged),
                               [r.predicate for r in routes])
     body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
     offs = schedule.offsets_ns(sel.table, o.speed)
@@ -130,6 +131,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     plan.lead_in = [i < sel.lead_in_rows for i in positions]
     sched = schedule.summary(table, offs)
     sched["lead_in_requests"] = sum(plan.lead_in)
+    sched["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
     if sh is not None:
         sched["requests_all_shards"] = sel.table.num_rows
         if not len(plan):
@@ -153,6 +155,8 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
              f"min gap {sched['min_gap_ms']} ms)")
         for url, n in per_target.items():
             echo(f"  {n} -> {url}")
+        if sel.damaged:
+            echo(damaged.line(sel.damaged, o.include_damaged))
         return ReplayResult({}, None, [], schedule=sched)
 
     out = location(o.out)  # a folder or an s3:// prefix (checked: bucket, credentials, endpoint)
@@ -190,6 +194,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "model_map": dict(parse_model_map(o.model_map)),
         "header_names": [h.split(":", 1)[0].strip() for h in o.headers],  # values may be secrets
         "ignore_eos": o.ignore_eos,
+        "include_damaged": o.include_damaged,
         "tokenizer": o.tokenizer,  # shape rows' prompts were synthesized under it
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
@@ -238,6 +243,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
     summ["interrupted_by"] = outcome.interrupted_by
     summ["errors_by_kind"] = results.error_kinds(outcome.error)
     summ["resent"] = outcome.resent
+    summ["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ

@@ -21,6 +21,7 @@ from shadowreplay.durations import TimePoint, parse_time
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS, REQUESTS_SCHEMA
 
+from . import damaged
 from .safety import UPSTREAM_KEY, Endpoint, recorded_endpoints
 
 # Columns the replayer cannot work without, and those it uses when present (NULL otherwise).
@@ -38,6 +39,7 @@ class Filters:
     end: str | TimePoint | None = None
     limit: int | None = None
     lead_in_s: float = 0.0  # also select this much before --start (the lead-in)
+    include_damaged: bool = False  # also select the rows replayer/damaged.py names damaged
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Selection:
     lead_in_rows: int = 0  # the first rows of `table`, before `start`
     endpoints: set[Endpoint] = field(default_factory=set)  # what the whole recording was recorded from
     skipped_files: list[str] = field(default_factory=list)  # left out by --skip-bad-files
+    damaged: dict[str, int] = field(default_factory=dict)  # damaged rows by kind: left out, or in `table` with --include-damaged
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -162,7 +165,14 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
                                 context=f"bad {what}", error=ConfigError)
         if filters.where:
             rel = rel.filter(filters.where)  # a DuckDB expression, parsed as one (no SQL pasted)
-        rel = rel.select(*_columns(present), _route_index(route_predicates)).order("ts_start, request_id")
+        rel = rel.select(*_columns(present), _route_index(route_predicates), damaged.expression("error" in present))
+        column = duckdb.ColumnExpression(damaged.COLUMN)
+        left_out: dict[str, int] = {}
+        if not filters.include_damaged:
+            counts = rel.filter(column.isnotnull()).aggregate([column, duckdb.FunctionExpression("count")], damaged.COLUMN)
+            left_out = {k: int(n) for k, n in sorted(counts.fetchall())}
+            rel = rel.filter(column.isnull())
+        rel = rel.order("ts_start, request_id")
         if filters.limit:
             rel = rel.limit(int(filters.limit))
         table = rel.to_arrow_table()
@@ -171,10 +181,14 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     finally:
         con.close()
     if table.num_rows == 0:
+        also = f"; {damaged.describe(left_out)} left out ({damaged.OPTION} sends them)" if left_out else ""
         raise ConfigError(
             f"empty selection: no request of {root / REQUESTS} matches "
-            f"(where={filters.where or 'TRUE'}, start={start.isoformat()}, end={end.isoformat()})"
+            f"(where={filters.where or 'TRUE'}, start={start.isoformat()}, end={end.isoformat()}){also}"
         )
+    if filters.include_damaged:
+        kinds = pc.value_counts(table.column(damaged.COLUMN).drop_null()).to_pylist()
+        left_out = {d["values"]: int(d["counts"]) for d in sorted(kinds, key=lambda d: d["values"])}
     lead = 0
     if window_start > start:
         ts = pc.cast(table.column("ts_start"), pa.int64()).to_numpy()
@@ -182,7 +196,7 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
         if lead == table.num_rows:
             raise ConfigError(f"empty selection: every selected request is in the lead-in (before {window_start.isoformat()})")
     return Selection(root, files, table, first, last, int(n), window_start, end, lead, endpoints,
-                     [str(f) for f, _ in checked.skipped])
+                     [str(f) for f, _ in checked.skipped], left_out)
 
 
 def offsets_ns(table: pa.Table, speed: float) -> list[int]:
