@@ -42,7 +42,7 @@ def register(subparsers) -> None:
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
     add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between metric samples (default 1s)")
-    add_duration_flag(p, "--spin-lead", default="1ms", zero=True, maximum=1.0, deprecated={"--spin-lead-ms": "ms"},
+    add_duration_flag(p, "--spin-lead", default="1ms", bare="ms", zero=True, maximum=1.0, deprecated={"--spin-lead-ms": "ms"},
                       help="wake this long before each send time and poll until it, so the CPU is awake at the "
                            "instant (default 1ms, at most 1s; costs CPU time, up to DURATION per request; "
                            "0: sleep to the instant)")

@@ -151,8 +151,14 @@ def select(recording: str | Path, filters: Filters, route_predicates: list[str] 
     last = last.astimezone(dt.timezone.utc)
     start = parse_time(filters.start, first, flag="--start") if filters.start else first
     end = parse_time(filters.end, first, flag="--end") if filters.end else last + dt.timedelta(microseconds=1)
-    if end <= start:
-        raise ConfigError(f"--end ({end.isoformat()}) is not after --start ({start.isoformat()})")
+    if end <= start:  # name only the flags given
+        if not filters.end:
+            raise ConfigError(f"--start {filters.start} ({start.isoformat()}) is after the recording's last request "
+                              f"({last.isoformat()})")
+        if not filters.start:
+            raise ConfigError(f"--end {filters.end} ({end.isoformat()}) is not after the recording's first request "
+                              f"({first.isoformat()})")
+        raise ConfigError(f"--end {filters.end} ({end.isoformat()}) is not after --start {filters.start} ({start.isoformat()})")
     if filters.limit is not None and filters.limit < 1:
         raise ConfigError("--limit must be at least 1")
     window_start = start
