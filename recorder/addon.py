@@ -49,6 +49,16 @@ def reverse_upstreams(modes: list[str]) -> str:
     return ",".join(out)
 
 
+# Loggers with a line per connection (mitmproxy's proxy server) and per metrics sample (httpx).
+CHATTY_LOGGERS = ("mitmproxy.proxy.server", "httpx")
+
+
+def quiet_logs(quiet: bool) -> None:
+    """Only warnings and errors from CHATTY_LOGGERS (shadowreplay_log=quiet), or all of it again."""
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.NOTSET)
+
+
 _seconds = options.seconds  # a duration option's value in seconds (tests read --set values with it)
 
 
@@ -73,6 +83,7 @@ class Recorder:
             return
         try:
             v = options.read_values(ctx.options)  # a bad value: refused before the writer stops
+            quiet_logs(v["log"] == "quiet")
             self._stop()
             if v["out"] or not self._running:  # emptied while running: recording is off
                 self._start(v)

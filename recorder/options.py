@@ -30,6 +30,7 @@ PREFIX = "shadowreplay_"
 RECORDER = "recorder"  # owner: declared by the HTTP Recorder addon
 GRPC = "grpc"  # owner: declared by the GrpcRecorder addon
 WRITERS = ("process", "thread")
+LOG_MODES = ("quiet", "verbose")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("metrics_interval", str, "1s", "time between /metrics samples", duration=True),
     Option("writer", str, "process", "where scrubbing and Parquet writing run: process (a child process fed "
            "through a pipe, off the proxy's GIL) or thread (a thread inside mitmproxy)", choices=WRITERS),
+    Option("log", str, "quiet", "quiet: mitmproxy's line per connection and the metrics poll's line per sample are "
+           "left out of the log (warnings and the recorder's own lines stay); verbose: they are not",
+           choices=LOG_MODES),
     Option("grpc_max_message", int, 4 << 20, "gRPC messages longer than this many bytes are counted and timed, "
            "not kept", positive=True, metavar="N", owner=GRPC),
 )

@@ -155,6 +155,7 @@ class Writer(BoundedIntake):
         self.scrubber = scrubber
         self.options = options
         self._thread: threading.Thread | None = None
+        self._stopping = False  # close() was called: the next status is the last
         self._lock = threading.Lock()
         self.started_at = time.time()
         self.dropped_write_failed = 0
@@ -197,6 +198,7 @@ class Writer(BoundedIntake):
         if t is None:
             return
         self._thread = None
+        self._stopping = True
         self._q.put(_STOP)  # blocking put: the stop marker must get in even when the queue is full
         t.join(timeout)
         if t.is_alive():
@@ -321,6 +323,7 @@ class Writer(BoundedIntake):
         return {
             **self.counters(),
             "writer": "thread",
+            "writer_alive": not self._stopping,  # False in the status written as it stops
             "instance": self.config.instance,
             "started_at": self.started_at,
             "updated_at": time.time(),

@@ -53,7 +53,7 @@ class ChildWriter(Writer):
         return c
 
     def status(self) -> dict[str, Any]:
-        return {**super().status(), "writer": "process", "writer_alive": True, "writer_pid": os.getpid()}
+        return {**super().status(), "writer": "process", "writer_pid": os.getpid()}  # writer_alive: False as it stops
 
 
 def serve(link: ParentLink, cfg: dict[str, Any]) -> int:

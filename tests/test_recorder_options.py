@@ -29,7 +29,7 @@ OTHER = {
     "prefix_chars": "17", "body_cap": "4096", "stream_cap": "8192", "rotate_seconds": "1500ms",
     "rotate_bytes": "1000", "queue_size": "5", "header_count_cap": "9", "header_bytes_cap": "999",
     "metrics_url": "http://127.0.0.1:9/metrics", "metrics_interval": "250ms", "writer": "thread",
-    "grpc_max_message": "123",
+    "grpc_max_message": "123", "log": "verbose",
 }  # fmt: skip
 
 
