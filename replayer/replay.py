@@ -160,8 +160,17 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
         return ReplayResult({}, None, [], schedule=sched)
 
     out = location(o.out)  # a folder or an s3:// prefix (checked: bucket, credentials, endpoint)
+    made = [p for p in (out, *out.parents) if not p.exists()] if isinstance(out, Path) else []
     out.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
+    try:
+        return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
+    except TargetError:  # nothing was sent (an unreachable target): leave no empty folder behind
+        for p in made:
+            try:
+                p.rmdir()  # only while empty
+            except OSError:
+                break
+        raise
 
 
 async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None = None,

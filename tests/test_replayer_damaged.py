@@ -75,3 +75,14 @@ def test_the_summary_line_and_the_dry_run_say_so(recording, tmp_path, capsys):
     assert main(["replay", str(recording), "--target", "http://127.0.0.1:1", "--out", str(tmp_path / "d"), "--dry-run",
                  "--include-damaged"]) == 0
     assert "5 requests" in capsys.readouterr().out
+
+
+def test_an_unreachable_target_leaves_no_empty_output_folder(recording, tmp_path):
+    from shadowreplay.errors import TargetError
+    from shadowreplay.ports import free_port
+
+    out = tmp_path / "runs" / "base"
+    with pytest.raises(TargetError):
+        replay(ReplayOptions(recording=str(recording), target=f"http://127.0.0.1:{free_port()}", out=str(out),
+                             no_metrics=True, progress=False), echo=lambda s: None)
+    assert not out.exists() and not out.parent.exists()
