@@ -83,3 +83,13 @@ def test_a_replay_counts_the_skipped_files_in_its_manifest(data, tmp_path):
     assert res.summary["errors"] == 0 and res.summary["sent"] == 20
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert manifest["skipped_files"] == [str(bad["replayable"])]
+
+
+def test_report_of_two_replays_points_at_compare(tmp_path, capsys):
+    rec = tmp_path / "rec"
+    req = write_recording(rec, SynthSpec(periods=2, period_s=3600.0, n_rows=200, anomaly=None, seed=4))
+    write_replay(tmp_path / "a", req, rec)
+    write_replay(tmp_path / "b", req, rec, latency_scale=1.2, seed=9)
+    rc, out, err = run_cli(capsys, "report", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "r.html")
+    assert rc == 2 and "shadowreplay compare" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "r.html").exists()
