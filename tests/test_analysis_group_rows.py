@@ -15,3 +15,12 @@ def test_group_tables_show_the_percentile_their_requests_allow(tmp_path, capsys)
     assert rc == 0, err
     slots = out[out.index("Per slot"):]
     assert "E2E P95 A" in slots and "P99 needs" not in slots, slots
+
+
+def test_report_applies_the_same_request_count_rule(tmp_path, capsys):
+    rec = tmp_path / "rec"
+    write_recording(rec, SynthSpec(periods=1, period_s=3600.0, n_rows=100, anomaly=None, seed=7))
+    rc, out, err = run_cli(capsys, "report", rec, "--out", tmp_path / "r.html")
+    assert rc == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert "too few (P99 needs 500)" in page
