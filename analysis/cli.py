@@ -198,10 +198,23 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _refuse_pooled_replays(paths: list[str]) -> None:
+    """`report A B` of two replays would pool them into one set of figures: refuse, pointing at
+    `compare`, which is what two replays are for. (A replay with its recording is one dataset.)"""
+    from shadowreplay.dataset import find_tables
+    from shadowreplay.schema import REPLAY_RESULTS
+
+    replays = [p for p in paths if REPLAY_RESULTS in find_tables(p)]
+    if len(replays) > 1:
+        raise ConfigError(f"report takes one replay, got {len(replays)} ({', '.join(map(str, replays))}); "
+                          f"to compare them: shadowreplay compare {replays[0]} {replays[1]}")
+
+
 def _cmd_report(args) -> int:
     from . import report
     from .units import parse_slo
 
+    _refuse_pooled_replays(args.paths)
     params = _anomaly_params(args)
     out = report.build(args.paths, Path(args.out), table=args.table, slo=parse_slo(args.slo), params=params, title=args.title)
     print(f"report written to {out}", file=sys.stderr)

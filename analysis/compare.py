@@ -344,12 +344,14 @@ def render(res: dict[str, Any]) -> str:
         groups = res[name]
         if not groups or (name == "subset" and not res["where"]):
             continue
-        head = [first, "req A", "req B"] + [h for lab in ("TTFT P99", "E2E P99") for h in (f"{lab} A", "B", "B / A", lvl, "verdict")]
+        pct = group_percentile([min(g["requests"]) for g in groups])
+        labs = (f"TTFT {pct}", f"E2E {pct}")
+        head = [first, "req A", "req B"] + [h for lab in labs for h in (f"{lab} A", "B", "B / A", lvl, "verdict")]
         rows = []
         for g in groups:
             label = f"+{format_duration(g['from_s']) if g['from_s'] else '0s'}" if name == "slots" else (g["key"] or "all")
             cells = [label, fmt.cell(g["requests"][0]), fmt.cell(g["requests"][1])]
-            for lab in ("TTFT P99", "E2E P99"):
+            for lab in labs:
                 f = g["figures"][lab]
                 c = _fig_cells(lab + " ms", f, False)
                 cells += [c[1], c[2], c[4], c[5], c[6]]
@@ -366,6 +368,19 @@ def render(res: dict[str, Any]) -> str:
     for n in res["notes"]:
         out.append(f"note: {n}")
     return "\n".join(out)
+
+
+GROUP_PERCENTILES = (("P99", 0.99), ("P95", 0.95), ("P50", 0.5))  # of GROUP_FIGURES, highest first
+
+
+def group_percentile(requests: list[int]) -> str:
+    """The percentile a per-group table shows: the highest of GROUP_PERCENTILES that most of its
+    groups have enough requests for (stats.needed), so a few hundred requests per slot get P95
+    rows, not a column of "too few requests"; every percentile of every group is in --json."""
+    for label, q in GROUP_PERCENTILES:
+        if sum(n >= stats.needed(q) for n in requests) * 2 >= len(requests):
+            return label
+    return GROUP_PERCENTILES[-1][0]
 
 
 def _runs(side: dict[str, Any]) -> str:

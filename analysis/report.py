@@ -13,7 +13,7 @@ from typing import Any
 from shadowreplay.durations import format_duration
 from shadowreplay.errors import ConfigError
 
-from . import analyze, anomalies, fmt, svg
+from . import analyze, anomalies, fmt, stats, svg
 from .anomalies import DAY, WEEK, WEEKDAYS, AnomalyParams, slot_label
 from .session import open_dataset, query
 
@@ -191,6 +191,14 @@ def _metrics_named(an) -> str:
     return "/".join(m.upper() for m in an.get("metrics") or [an["params"]["metric"]])
 
 
+def _p99(g, metric: str) -> str:
+    """A group's P99 cell, under the request-count rule `compare` applies (stats.needed)."""
+    need = stats.needed(0.99)
+    if (g["requests"] or 0) < need:
+        return f"<span class='muted' title='a P99 needs {need} requests'>too few (P99 needs {need})</span>"
+    return fmt.cell(g[metric]["p99"], 0)
+
+
 def _clients_section(summ) -> str:
     if not summ["groups"]:
         return ""
@@ -198,7 +206,7 @@ def _clients_section(summ) -> str:
     for g in summ["groups"]:
         name = "all traffic" if g["total"] else " / ".join(str(x or "-") for x in (g["client_id"], g["model"], g["kind"]))
         trs.append(f"<tr class='{'total' if g['total'] else ''}'><td>{html.escape(name)}</td><td>{g['requests']:,}</td><td>{fmt.pct(g['error_rate'])}</td>"
-                   f"<td>{fmt.cell(g['ttft_ms']['p50'], 0)}</td><td>{fmt.cell(g['ttft_ms']['p99'], 0)}</td><td>{fmt.cell(g['e2e_ms']['p50'], 0)}</td><td>{fmt.cell(g['e2e_ms']['p99'], 0)}</td>"
+                   f"<td>{fmt.cell(g['ttft_ms']['p50'], 0)}</td><td>{_p99(g, 'ttft_ms')}</td><td>{fmt.cell(g['e2e_ms']['p50'], 0)}</td><td>{_p99(g, 'e2e_ms')}</td>"
                    f"<td>{fmt.cell(g['itl_ms']['p99'], 1)}</td><td>{fmt.pct(g['goodput_share'])}</td></tr>")
     table = ("<table><thead><tr><th>client / model / kind</th><th>requests</th><th>errors</th><th>TTFT P50</th><th>TTFT P99</th><th>E2E P50</th><th>E2E P99</th><th>ITL P99</th><th>good</th></tr></thead><tbody>"
              + "".join(trs) + "</tbody></table>")

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from shadowreplay import sqlfiles
-from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files, run_dirs
+from shadowreplay.dataset import absent_columns, check_files, find_tables, glob_for, parquet_files, run_dirs
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, TABLES
 from shadowreplay.storage import is_remote, location, register_duckdb
@@ -130,9 +130,12 @@ def register_views(con: duckdb.DuckDBPyConnection, src: Sources, schema: str | N
             if not src.has(table):
                 continue
             globs = src.globs[table]
+            checked = check_files([f for root in src.roots[table] for f in parquet_files(root, table)], table)
+            if checked.skipped:  # --skip-bad-files: the readable files by name
+                globs = [str(f) for f in checked.files]
             # a view cannot hold a parameter: the glob list goes in as a quoted literal
             lit = sqlfiles.literal(globs[0] if len(globs) == 1 else globs)
-            present = checked_columns([f for root in src.roots[table] for f in parquet_files(root, table)], table)
+            present = checked.columns
             text = sqlfiles.fill(sql_text(f"view_{table}"), absent=absent_columns(table, present), glob=lit)
             sqlfiles.run(con, text, context=f"cannot read the dataset ({src.describe()})")
             made.append(table)

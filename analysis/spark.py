@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
-from shadowreplay.dataset import checked_columns, parquet_files, table_dir
+from shadowreplay.dataset import check_files, parquet_files, table_dir
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, SCHEMAS, TABLES
 
@@ -304,8 +304,8 @@ class SparkEngine:
             for table in TABLES:
                 if not src.has(table):
                     continue
-                files = [f for root in src.roots[table] for f in parquet_files(root, table)]
-                present = checked_columns(files, table)
+                checked = check_files([f for root in src.roots[table] for f in parquet_files(root, table)], table)
+                files, present = checked.files, checked.columns  # less any --skip-bad-files left out
                 # The files' union schema, from the footers pyarrow read: Spark's own merge would
                 # run a job over every file.
                 schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
@@ -313,7 +313,7 @@ class SparkEngine:
                 df = None
                 for root in src.roots[table]:
                     one = (self.spark.read.schema(ddl).option("basePath", str(table_dir(root, table)))
-                           .parquet(*[str(f) for f in parquet_files(root, table)]))
+                           .parquet(*[str(f) for f in parquet_files(root, table) if f in files]))
                     df = one if df is None else df.unionByName(one, allowMissingColumns=True)
                 for f in SCHEMAS[table]:
                     if f.name not in present and f.name not in df.columns:

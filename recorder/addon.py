@@ -33,6 +33,32 @@ def is_grpc(flow: http.HTTPFlow) -> bool:
     return flow.request.headers.get("content-type", "").startswith("application/grpc")
 
 
+def reverse_upstreams(modes: list[str]) -> str:
+    """The upstream URLs of mitmproxy's reverse modes (`reverse:http://vllm:8000`), comma-separated:
+    written into every file's metadata, so that a replay refuses them (replayer/safety.py)."""
+    from mitmproxy.proxy.mode_specs import ProxyMode, ReverseMode
+
+    out = []
+    for spec in modes:
+        try:
+            mode = ProxyMode.parse(spec)
+        except ValueError:
+            continue
+        if isinstance(mode, ReverseMode):
+            out.append(mode.data)
+    return ",".join(out)
+
+
+# Loggers with a line per connection (mitmproxy's proxy server) and per metrics sample (httpx).
+CHATTY_LOGGERS = ("mitmproxy.proxy.server", "httpx")
+
+
+def quiet_logs(quiet: bool) -> None:
+    """Only warnings and errors from CHATTY_LOGGERS (shadowreplay_log=quiet), or all of it again."""
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.NOTSET)
+
+
 _seconds = options.seconds  # a duration option's value in seconds (tests read --set values with it)
 
 
@@ -57,6 +83,7 @@ class Recorder:
             return
         try:
             v = options.read_values(ctx.options)  # a bad value: refused before the writer stops
+            quiet_logs(v["log"] == "quiet")
             self._stop()
             if v["out"] or not self._running:  # emptied while running: recording is off
                 self._start(v)
@@ -91,6 +118,7 @@ class Recorder:
             header_count_cap=v["header_count_cap"],
             header_bytes_cap=v["header_bytes_cap"],
             instance=instance,
+            upstream=reverse_upstreams(list(getattr(ctx.options, "mode", []) or [])),
         )
         if v["writer"] == "process":
             from .process_writer import ProcessWriter

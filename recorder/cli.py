@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--listen-host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     p.add_argument("--listen-port", type=int, default=8080, help="port to listen on (default %(default)s)")
     options.add_flags(p)
+    p.add_argument("--verbose", dest="log", action="store_const", const="verbose", default=argparse.SUPPRESS,
+                   help="the same as --log verbose")
     p.add_argument("--mitm-opt", action="append", default=[], metavar="NAME=VALUE", help="extra mitmproxy --set option")
     p.add_argument("--print-addon-path", action="store_true", help="print the addon script path for mitmdump -s, and exit")
     p.set_defaults(func=run)

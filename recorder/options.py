@@ -30,6 +30,7 @@ PREFIX = "shadowreplay_"
 RECORDER = "recorder"  # owner: declared by the HTTP Recorder addon
 GRPC = "grpc"  # owner: declared by the GrpcRecorder addon
 WRITERS = ("process", "thread")
+LOG_MODES = ("quiet", "verbose")
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Option:
     path: bool = False  # a file or folder: the CLI passes it on absolute (an s3:// URL as given)
     flag: str | None = None  # the CLI flag when not --name-with-dashes
     old_flags: tuple[str, ...] = ()  # deprecated flag names (hidden from --help)
-    flag_bare: str | None = None  # a duration flag: the unit of a bare number (None: refused)
+    flag_bare: str = "s"  # a duration flag: the unit of a bare number (with a note; shadowreplay/durations.py)
     metavar: str | None = None
     default_doc: str | None = None  # what an empty default means, for --help
     always_sent: bool = False  # `shadowreplay record` sets it on mitmdump's command line even at its default
@@ -89,9 +90,12 @@ OPTIONS: tuple[Option, ...] = (
            "over it they are not kept", positive=True, metavar="N"),
     Option("metrics_url", str, "", "upstream Prometheus /metrics URL to sample into OUT/engine_metrics/",
            metavar="URL", default_doc="off"),
-    Option("metrics_interval", str, "1s", "time between /metrics samples", duration=True, flag_bare="s"),
+    Option("metrics_interval", str, "1s", "time between /metrics samples", duration=True),
     Option("writer", str, "process", "where scrubbing and Parquet writing run: process (a child process fed "
            "through a pipe, off the proxy's GIL) or thread (a thread inside mitmproxy)", choices=WRITERS),
+    Option("log", str, "quiet", "quiet: mitmproxy's line per connection and the metrics poll's line per sample are "
+           "left out of the log (warnings and the recorder's own lines stay); verbose: they are not",
+           choices=LOG_MODES),
     Option("grpc_max_message", int, 4 << 20, "gRPC messages longer than this many bytes are counted and timed, "
            "not kept", positive=True, metavar="N", owner=GRPC),
 )

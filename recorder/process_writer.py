@@ -137,6 +137,7 @@ class ProcessWriter(BoundedIntake):
         config = {
             "out_dir": str(self.config.out_dir),
             "instance": self.config.instance,
+            "upstream": self.config.upstream,
             "rotate_seconds": self.config.rotate_seconds,
             "rotate_bytes": self.config.rotate_bytes,
             "header_count_cap": self.config.header_count_cap,

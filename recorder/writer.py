@@ -84,6 +84,7 @@ class WriterConfig:
     header_count_cap: int = HEADER_COUNT_CAP
     header_bytes_cap: int = HEADER_BYTES_CAP
     instance: str = field(default_factory=fleet.default_instance)  # in file names and the status object's name
+    upstream: str = ""  # the proxy's upstream URL(s), comma-separated: in every file's metadata (replayer/safety.py)
 
 
 def _row_size(row: dict[str, Any]) -> int:
@@ -154,6 +155,7 @@ class Writer(BoundedIntake):
         self.scrubber = scrubber
         self.options = options
         self._thread: threading.Thread | None = None
+        self._stopping = False  # close() was called: the next status is the last
         self._lock = threading.Lock()
         self.started_at = time.time()
         self.dropped_write_failed = 0
@@ -196,6 +198,7 @@ class Writer(BoundedIntake):
         if t is None:
             return
         self._thread = None
+        self._stopping = True
         self._q.put(_STOP)  # blocking put: the stop marker must get in even when the queue is full
         t.join(timeout)
         if t.is_alive():
@@ -304,6 +307,8 @@ class Writer(BoundedIntake):
             table = rows_to_table(rows, REQUESTS)
             meta = {f"recorder.{k}": v for k, v in self.counters().items()}
             meta["recorder.instance"] = self.config.instance
+            if self.config.upstream:
+                meta["recorder.upstream"] = self.config.upstream
             paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta, name_tag=self.config.instance)
         except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)
@@ -318,6 +323,7 @@ class Writer(BoundedIntake):
         return {
             **self.counters(),
             "writer": "thread",
+            "writer_alive": not self._stopping,  # False in the status written as it stops
             "instance": self.config.instance,
             "started_at": self.started_at,
             "updated_at": time.time(),

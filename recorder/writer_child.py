@@ -53,7 +53,7 @@ class ChildWriter(Writer):
         return c
 
     def status(self) -> dict[str, Any]:
-        return {**super().status(), "writer": "process", "writer_alive": True, "writer_pid": os.getpid()}
+        return {**super().status(), "writer": "process", "writer_pid": os.getpid()}  # writer_alive: False as it stops
 
 
 def serve(link: ParentLink, cfg: dict[str, Any]) -> int:
@@ -63,6 +63,7 @@ def serve(link: ParentLink, cfg: dict[str, Any]) -> int:
     wcfg = WriterConfig(
         out_dir=location(cfg["out_dir"]),
         instance=cfg["instance"],
+        upstream=cfg.get("upstream", ""),
         rotate_seconds=cfg["rotate_seconds"],
         rotate_bytes=cfg["rotate_bytes"],
         queue_size=CHILD_QUEUE,

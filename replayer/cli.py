@@ -32,6 +32,9 @@ def register(subparsers) -> None:
                    help="send requests matching a DuckDB predicate to another target (repeatable, first match wins)")
     p.add_argument("--dry-run", action="store_true", help="print the schedule summary and exit")
     p.add_argument("--allow-recorded-host", action="store_true", help="allow replaying to the host the traffic was recorded from")
+    p.add_argument("--include-damaged", action="store_true",
+                   help="also send the rows the recorder marked damaged (request body stored truncated, undecodable, "
+                        "a decompression bomb); by default they are left out and counted")
     p.add_argument("--no-ignore-eos", dest="ignore_eos", action="store_false", help="do not set ignore_eos on LLM requests")
     p.add_argument("--tokenizer", metavar="DIR_OR_URL",
                    help="the shadow model's tokenizer.json folder (or vLLM URL): synthesizes prompts for rows recorded with --keep shape")
@@ -39,7 +42,7 @@ def register(subparsers) -> None:
     mg.add_argument("--metrics-url", help="Prometheus URL to sample (default: TARGET/metrics when it answers)")
     mg.add_argument("--no-metrics", action="store_true", help="do not sample engine metrics")
     add_duration_flag(p, "--metrics-interval", default="1s", bare="s", help="time between metric samples (default 1s)")
-    add_duration_flag(p, "--spin-lead", default="1ms", zero=True, maximum=1.0, deprecated={"--spin-lead-ms": "ms"},
+    add_duration_flag(p, "--spin-lead", default="1ms", bare="ms", zero=True, maximum=1.0, deprecated={"--spin-lead-ms": "ms"},
                       help="wake this long before each send time and poll until it, so the CPU is awake at the "
                            "instant (default 1ms, at most 1s; costs CPU time, up to DURATION per request; "
                            "0: sleep to the instant)")
@@ -164,6 +167,8 @@ def run(args) -> int:
         shard=args.shard,
         start_at=args.start_at,
         progress_json=args.progress_json,
+        skip_bad_files=args.skip_bad_files,
+        include_damaged=args.include_damaged,
     )
     echo = lambda s: print(s, flush=True)  # noqa: E731
     if (args.repeat == 1 and not args.b_target) or args.dry_run:

@@ -29,7 +29,6 @@ class Plan:
     prompt_chars: list[int | None]
     expected_completion_tokens: list[int | None]
     recorded_e2e_ns: list[int | None] = field(default_factory=list)  # how long the response took in production
-    recorded_hosts: list[tuple[str | None, int | None, str | None]] = field(default_factory=list)
     lead_in: list[bool] = field(default_factory=list)  # sent to warm the shadow, before the window
 
     def __len__(self) -> int:
@@ -100,5 +99,4 @@ def build_plan(table: pa.Table, offsets_ns: list[int], target: Target, routes: l
         prompt_chars=_col(table, "prompt_chars"),
         expected_completion_tokens=ctoks,
         recorded_e2e_ns=[None if v is None or not v > 0 else round(v * 1e6) for v in _col(table, "e2e_ms")],
-        recorded_hosts=list(zip(_col(table, "host"), _col(table, "port"), _col(table, "scheme"))),
     )

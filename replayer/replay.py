@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,9 +15,10 @@ from pathlib import Path
 from shadowreplay import __version__
 from shadowreplay.durations import TimePoint
 from shadowreplay.errors import ConfigError, TargetError
+from shadowreplay.readpolicy import skip_bad_files, skipping_bad_files
 from shadowreplay.storage import location
 
-from . import client, results, schedule
+from . import client, damaged, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
 from .plan import build_plan
 from .shape import shape_prompts
@@ -25,7 +27,7 @@ from .routes import parse_route, parse_target
 from .rows import static_columns
 from .runner import Replayer, RunConfig
 from .grpc_replay import check_grpc_target
-from .safety import check_targets, recorded_endpoints
+from .safety import check_targets
 from .shard import Shard, check_start_at, clock_state, iso_ns, parse_shard, parse_start_at
 from .results_writer import ResultsWriter
 
@@ -66,6 +68,8 @@ class ReplayOptions:
     shard: str | None = None  # "K/N": send only this shard's share of the schedule (replayer/shard.py)
     start_at: str | None = None  # shared wall-clock start: ISO-8601 UTC or epoch seconds
     progress_json: bool = False  # progress as JSON lines on stdout (a shard run by `replay --shards N`)
+    skip_bad_files: bool = False  # leave out the recording's unreadable files (shadowreplay/readpolicy.py)
+    include_damaged: bool = False  # also send the rows the recorder marked damaged (replayer/damaged.py)
 
 
 @dataclass
@@ -114,7 +118,9 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     routes = [parse_route(r) for r in o.routes]
     body_opts = BodyOptions(parse_model_map(o.model_map), o.ignore_eos)
     extra_headers = parse_headers(o.headers)
-    sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s), [r.predicate for r in routes])
+    with skipping_bad_files(o.skip_bad_files or skip_bad_files()):
+        sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s, o.include_damaged),
+                              [r.predicate for r in routes])
     body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
     offs = schedule.offsets_ns(sel.table, o.speed)
     table, positions = sel.table, range(sel.table.num_rows)
@@ -125,6 +131,7 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     plan.lead_in = [i < sel.lead_in_rows for i in positions]
     sched = schedule.summary(table, offs)
     sched["lead_in_requests"] = sum(plan.lead_in)
+    sched["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
     if sh is not None:
         sched["requests_all_shards"] = sel.table.num_rows
         if not len(plan):
@@ -135,8 +142,8 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
     for ti in plan.target_idx:
         per_target[plan.targets[ti].url] = per_target.get(plan.targets[ti].url, 0) + 1
     sched["per_target"] = per_target
-    hosts, ports, schemes = zip(*plan.recorded_hosts) if plan.recorded_hosts else ((), (), ())
-    check_targets(plan.targets, recorded_endpoints(hosts, ports, schemes), o.allow_recorded_host)
+    for warning in check_targets(plan.targets, sel.endpoints, o.allow_recorded_host):
+        print(f"shadowreplay replay: warning: {warning}", file=sys.stderr, flush=True)
     for ti in {plan.target_idx[i] for i, call in enumerate(plan.grpc) if call is not None}:
         check_grpc_target(plan.targets[ti])
 
@@ -148,11 +155,22 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
              f"min gap {sched['min_gap_ms']} ms)")
         for url, n in per_target.items():
             echo(f"  {n} -> {url}")
+        if sel.damaged:
+            echo(damaged.line(sel.damaged, o.include_damaged))
         return ReplayResult({}, None, [], schedule=sched)
 
     out = location(o.out)  # a folder or an s3:// prefix (checked: bucket, credentials, endpoint)
+    made = [p for p in (out, *out.parents) if not p.exists()] if isinstance(out, Path) else []
     out.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
+    try:
+        return asyncio.run(_replay_async(o, sel, plan, sched, out, echo, sh, start_at))
+    except TargetError:  # nothing was sent (an unreachable target): leave no empty folder behind
+        for p in made:
+            try:
+                p.rmdir()  # only while empty
+            except OSError:
+                break
+        raise
 
 
 async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None = None,
@@ -175,6 +193,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "run_id": run_id,
         "recording": str(location(o.recording).resolve()),
         "recording_rows": sel.recording_rows,
+        "skipped_files": sel.skipped_files,  # unreadable, left out by --skip-bad-files
         "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
                     "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},
         "speed": o.speed,
@@ -184,6 +203,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "model_map": dict(parse_model_map(o.model_map)),
         "header_names": [h.split(":", 1)[0].strip() for h in o.headers],  # values may be secrets
         "ignore_eos": o.ignore_eos,
+        "include_damaged": o.include_damaged,
         "tokenizer": o.tokenizer,  # shape rows' prompts were synthesized under it
         "max_in_flight": o.max_in_flight,
         "timeout_s": o.timeout_s,
@@ -232,6 +252,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
     summ["interrupted_by"] = outcome.interrupted_by
     summ["errors_by_kind"] = results.error_kinds(outcome.error)
     summ["resent"] = outcome.resent
+    summ["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ

@@ -14,6 +14,8 @@ from shadowreplay.dataset import conform, write_table
 from shadowreplay.schema import REPLAY_RESULTS
 from shadowreplay.storage import Location, location, write_atomic
 
+from . import damaged
+
 
 def columns_table(columns: dict[str, list[Any]]) -> pa.Table:
     return conform(pa.table({k: pa.array(v) for k, v in columns.items()}), REPLAY_RESULTS)
@@ -109,4 +111,7 @@ def format_summary(s: dict) -> str:
         lines.append(f"interrupted by {s['interrupted_by']}")
     if s.get("resent"):
         lines.append(f"resent: {s['resent']} requests whose idle keep-alive connection the target closed unanswered")
+    for key, included in (("damaged_left_out", False), ("damaged_included", True)):
+        if s.get(key):
+            lines.append(damaged.line(s[key], included))
     return "\n".join(lines)

@@ -4,12 +4,14 @@ only dispatches and turns user errors into one clear line and a non-zero exit.""
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import sys
 
 from . import __version__
 from .errors import ShadowReplayError
+from .readpolicy import SKIP_BAD_FILES, skipping_bad_files
 
 # (module, what it registers). Each module has `register(subparsers)`; heavy imports stay inside
 # the command functions so `shadowreplay --help` is fast.
@@ -23,8 +25,50 @@ COMMAND_MODULES = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """Every parser of the command line (subcommands inherit the class): a usage error is one
+    line, `PROG: error: ...`, exit status 2; an option it does not know is named, with the
+    closest one it does (`unknown option --tagret; did you mean --target?`), even where a missing
+    required option would otherwise be reported first."""
+
+    _given: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        ns, extras = super().parse_known_args(args, namespace)
+        if self._unknown_option(extras):  # a subcommand's parser: say it here, not as the parent's extras
+            self.error("")
+        return ns, extras
+
+    def _unknown_option(self, tokens: list[str]) -> str | None:
+        known = self._option_string_actions
+        for t in tokens:
+            if t == "--":
+                break
+            if not t.startswith("-") and self._subparsers is not None:
+                break  # the command's own options are its parser's to judge
+            if not t.startswith("-") or t == "-" or " " in t or self._negative_number_matcher.match(t):
+                continue
+            name = t.split("=", 1)[0]
+            if name in known or (not name.startswith("--") and name[:2] in known):  # -c, -vv, -cQUERY
+                continue
+            if self.allow_abbrev and name.startswith("--") and any(o.startswith(name) for o in known):
+                continue  # a prefix: argparse takes (or refuses as ambiguous) it
+            return name
+        return None
+
+    def error(self, message: str):  # type: ignore[override]
+        unknown = self._unknown_option(self._given)
+        if unknown:
+            close = difflib.get_close_matches(unknown, [o for o in self._option_string_actions if o.startswith("--")], n=1)
+            message = f"unknown option {unknown}" + (f"; did you mean {close[0]}?" if close else f" (see {self.prog} --help)")
+        else:
+            message = f"{message} (see {self.prog} --help)"
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="shadowreplay",
         description="Record LLM gateway traffic (scrubbed), replay it into a shadow vLLM, analyze tail latency.",
     )
@@ -33,7 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for name in READING_COMMANDS:
+        sub.choices[name].add_argument(
+            SKIP_BAD_FILES, dest="skip_bad_files", action="store_true",
+            help="leave out the dataset's unreadable Parquet files (each listed on stderr) instead of refusing the dataset")
     return parser
+
+
+# Commands that read datasets: each takes --skip-bad-files (shadowreplay/readpolicy.py).
+READING_COMMANDS = ("sql", "analyze", "analyze anomalies", "compare", "report", "replay", "export")
 
 
 # Commands of two words (`analyze anomalies`): registered as one name with a space, so each has
@@ -67,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        rc = func(args)
+        with skipping_bad_files(getattr(args, "skip_bad_files", False)):
+            rc = func(args)
     except ShadowReplayError as e:
         print(f"shadowreplay {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code

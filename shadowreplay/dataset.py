@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import DatasetError, ShadowReplayError
+from .readpolicy import SKIP_BAD_FILES, not_listed_yet, skip_bad_files
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
 from .storage import Location, location, read_parquet_metadata, write_parquet
 
 log = logging.getLogger(__name__)
 
+META_PREFIX = "shadowreplay."  # write_table's extra_metadata keys are stored under it
 
 
 def table_dir(root: str | os.PathLike | Location, table: str) -> Location:
@@ -82,7 +86,7 @@ def write_table(
     written = []
     meta = dict(data.schema.metadata or {})
     for k, v in (extra_metadata or {}).items():
-        meta[f"shadowreplay.{k}".encode()] = str(v).encode()
+        meta[f"{META_PREFIX}{k}".encode()] = str(v).encode()
     for h in sorted(uniq):
         part = data.filter(pc.equal(hour_no, pa.scalar(h, pa.int64()))) if len(uniq) > 1 else data
         part = part.replace_schema_metadata(meta)
@@ -233,12 +237,49 @@ def absent_columns(table: str, present: Iterable[str]) -> str:
     return "".join(f', CAST(NULL AS {duckdb_type(f.type)}) AS "{f.name}"' for f in SCHEMAS[table] if f.name not in have)
 
 
+@dataclass
+class CheckedFiles:
+    """The files of one table that check_file accepted, with what their footers say."""
+
+    files: list[Location]
+    columns: set[str]  # the union of their column names
+    metadata: list[dict[str, str]]  # per file: its shadowreplay.* metadata, keys without the prefix
+    skipped: list[tuple[Location, str]] = field(default_factory=list)  # (file, why) under skipping_bad_files
+
+
+def check_files(files: Iterable[Location], table: str) -> CheckedFiles:
+    """Checks every file (check_file). A file that fails is a DatasetError naming it and
+    --skip-bad-files; within readpolicy.skipping_bad_files() it is left out and listed on stderr instead
+    (DatasetError when no file is left)."""
+    out = CheckedFiles([], set(), [])
+    files = list(files)
+    for f in files:
+        try:
+            md = check_file(f, table)
+        except DatasetError as e:
+            if not skip_bad_files():
+                raise DatasetError(f"{e}; pass {SKIP_BAD_FILES} to read the other files without it") from None
+            out.skipped.append((f, str(e).removeprefix(f"{f}: ")))
+            continue
+        out.files.append(f)
+        out.columns.update(md.schema.to_arrow_schema().names)
+        out.metadata.append({k.decode(errors="replace").removeprefix(META_PREFIX): v.decode(errors="replace")
+                             for k, v in (md.metadata or {}).items() if k.startswith(META_PREFIX.encode())})
+    fresh = set(not_listed_yet([str(f) for f, _ in out.skipped]))
+    new = [(f, why) for f, why in out.skipped if str(f) in fresh]
+    if new:
+        print(f"shadowreplay: {SKIP_BAD_FILES}: skipped {len(new)} unreadable file{'s' if len(new) > 1 else ''} "
+              f"of {len(files)} in {table}:", file=sys.stderr, flush=True)
+        for f, why in new:
+            print(f"  {f}: {why}", file=sys.stderr, flush=True)
+    if files and not out.files:
+        raise DatasetError(f"{table}: none of its {len(files)} files is readable")
+    return out
+
+
 def checked_columns(files: Iterable[Location], table: str) -> set[str]:
     """Checks every file (check_file) and returns the union of their column names."""
-    out: set[str] = set()
-    for f in files:
-        out.update(check_file(f, table).schema.to_arrow_schema().names)
-    return out
+    return check_files(files, table).columns
 
 
 def glob_for(root: str | os.PathLike | Location, table: str) -> str:

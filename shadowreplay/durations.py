@@ -178,12 +178,16 @@ def time_point_arg(flag: str) -> Callable[[str], TimePoint]:
 
 
 def add_duration_flag(
-    parser, flag: str, *, default: str | None, help: str, bare: str | None = None, zero: bool = False,
-    maximum: float | None = None, auto: bool = False, deprecated: dict[str, str | None] | None = None,
+    parser, flag: str, *, default: str | None, help: str, bare: str = "s", zero: bool = False,
+    maximum: float | None = None, auto: bool = False, deprecated: dict[str, str] | None = None,
     metavar: str = "DURATION",
 ) -> None:
     """Adds `flag` (its value a duration, `default` in the same form) and, hidden from --help,
-    its deprecated names: {old name: the unit a bare number is read in under that name}."""
+    its deprecated names: {old name: the unit a bare number is read in under that name}.
+
+    The one rule for a bare number, on every duration flag: it is read in the flag's former unit
+    (`bare`: seconds, the unit of every time flag before units, unless the flag's old name said
+    otherwise, as `--spin-lead-ms` did) and prints a deprecation note saying how to write it."""
     dest = flag.lstrip("-").replace("-", "_")
     parser.add_argument(
         flag, dest=dest, default=default, metavar=metavar, help=help,

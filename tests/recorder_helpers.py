@@ -49,8 +49,10 @@ def port_open(host: str, port: int) -> bool:
 
 
 def mitmdump_cmd() -> list[str]:
-    exe = Path(sys.executable).parent / "mitmdump"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mitmproxy.tools.main"]
+    """mitmdump as `shadowreplay record` runs it (`python -m mitmproxy.tools.main` runs nothing)."""
+    from shadowreplay.recorder.cli import mitmdump_command
+
+    return mitmdump_command()
 
 
 class Proxy:

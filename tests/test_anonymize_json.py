@@ -243,10 +243,10 @@ def test_internal_failure_masks_instead_of_passing_text(scrubber, monkeypatch):
 # ---------------------------------------------------------------- keys
 def test_load_key(tmp_path):
     f = tmp_path / "k"
-    f.write_bytes(b"  secret-key\n")
-    assert load_key(f) == b"secret-key"
-    assert load_key(None, environ={"SHADOWREPLAY_SCRUB_KEY": " env-key "}) == b"env-key"
-    assert load_key(f, environ={"SHADOWREPLAY_SCRUB_KEY": "env"}) == b"secret-key"
+    f.write_bytes(b"  secret-key-0123456789\n")
+    assert load_key(f) == b"secret-key-0123456789"
+    assert load_key(None, environ={"SHADOWREPLAY_SCRUB_KEY": " env-key-0123456789 "}) == b"env-key-0123456789"
+    assert load_key(f, environ={"SHADOWREPLAY_SCRUB_KEY": "env"}) == b"secret-key-0123456789"
     with pytest.raises(ConfigError, match="SHADOWREPLAY_SCRUB_KEY"):
         load_key(None, environ={})
     with pytest.raises(ConfigError, match="empty"):

@@ -162,7 +162,7 @@ def test_recorder_passes_durations_to_mitmproxy_in_a_form_the_addon_reads():
 
 @pytest.mark.parametrize("argv,needle", [
     (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--timeout", "5x"], "argument --timeout: '5x': unknown unit"),
-    (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--spin-lead", "1"], "argument --spin-lead: '1': give a unit"),
+    (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--spin-lead", "5000"], "argument --spin-lead: '5000': at most 1s"),  # 5000 ms
     (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--spin-lead", "2s"], "argument --spin-lead: '2s': at most 1s"),
     (["replay", "REC", "--target", "http://127.0.0.1:9", "--out", "O", "--start", "soon"], "argument --start: 'soon' is not a time"),
     (["record", "--upstream", "http://127.0.0.1:9", "--out", "O", "--rotate", "0s"], "argument --rotate: '0s': must be greater than 0"),

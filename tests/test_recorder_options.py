@@ -1,5 +1,5 @@
 """recorder/options.py: one table behind the mitmproxy options, the `record` flags, the `--set`
-list and the defaults; the key-file checks in one place, the key read once, by the writer."""
+list and the defaults; the key-file checks in one place (a weak key refused there)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ OTHER = {
     "prefix_chars": "17", "body_cap": "4096", "stream_cap": "8192", "rotate_seconds": "1500ms",
     "rotate_bytes": "1000", "queue_size": "5", "header_count_cap": "9", "header_bytes_cap": "999",
     "metrics_url": "http://127.0.0.1:9/metrics", "metrics_interval": "250ms", "writer": "thread",
-    "grpc_max_message": "123",
+    "grpc_max_message": "123", "log": "verbose",
 }  # fmt: skip
 
 
@@ -174,7 +174,7 @@ def test_key_file_checks(tmp_path, key_file):
         options.key_file_source(str(tmp_path / "empty"), out)
     with pytest.raises(ConfigError, match="is a directory"):
         options.key_file_source(str(tmp_path), out)
-    assert options.key_file_source("", out, environ={"SHADOWREPLAY_SCRUB_KEY": "k"}) is None
+    assert options.key_file_source("", out, environ={"SHADOWREPLAY_SCRUB_KEY": "an-env-key-0123456789abcdef"}) is None
     with pytest.raises(ConfigError, match="no scrub key"):
         options.key_file_source("", out, environ={})
     with pytest.raises(ConfigError, match="set but empty"):
@@ -204,14 +204,17 @@ class Opens:
                 cls.count += 1
 
 
-def test_record_checks_the_key_without_reading_it(tmp_path, key_file):
+def test_record_judges_the_key_and_hands_on_only_its_path(tmp_path, key_file):
     opens = Opens.watch(key_file)
-    cli._validate(parser().parse_args(["record", "--upstream", "http://u", "--out", str(tmp_path / "o"),
-                                       "--key-file", str(key_file)]))  # fmt: skip
-    assert opens.count == 0
+    args = parser().parse_args(["record", "--upstream", "http://u", "--out", str(tmp_path / "o"), "--key-file", str(key_file)])
+    cli._validate(args)
+    assert opens.count == 1  # read once, to refuse a weak key before mitmdump starts
+    cmd = " ".join(cli.build_command(args))
+    assert str(key_file.resolve()) in cmd and key_file.read_text() not in cmd
+    Opens.path = None
 
 
-def test_the_thread_writer_path_reads_the_key_once(tmp_path, key_file):
+def test_the_thread_writer_path_reads_the_key_to_judge_it_and_to_use_it(tmp_path, key_file):
     opens = Opens.watch(key_file)
     rec = Recorder()
     with taddons.context(rec) as tctx:
@@ -219,21 +222,69 @@ def test_the_thread_writer_path_reads_the_key_once(tmp_path, key_file):
                             shadowreplay_writer="thread")  # fmt: skip
         try:
             assert rec.enabled and rec.writer is not None
-            assert opens.count == 1
+            assert opens.count == 2  # the check (options.key_file_source), then the writer's load
         finally:
             rec.done()
     Opens.path = None
 
 
-def test_a_blank_key_file_passes_the_check_and_the_writer_process_refuses_it_at_start_up(tmp_path, server):
-    """check_key does not read the key, so a file of whitespace gets past it; the writer process
-    that loads it says so, and mitmdump exits 1 before serving."""
+def test_a_blank_key_file_is_refused_by_the_check_and_at_start_up_in_one_line(tmp_path, server):
     blank = tmp_path / "keys" / "blank.key"
     blank.parent.mkdir()
     blank.write_bytes(b"  \n")
-    assert options.key_file_source(str(blank), tmp_path / "out") == str(blank)
+    with pytest.raises(ConfigError, match="empty or only whitespace"):
+        options.key_file_source(str(blank), tmp_path / "out")
     p = Proxy(server.url, tmp_path / "out", blank, free_port(), shadowreplay_writer="process").start(wait=False)
     rc = p.proc.wait(60)
     p.stop()
     assert rc == 1
-    assert f"scrub key file {blank} is empty" in p.log() and "Traceback" not in p.log()
+    assert f"scrub key file {blank} is empty or only whitespace" in p.log() and "Traceback" not in p.log()
+
+
+
+
+@pytest.mark.parametrize("key,needle", [
+    (b"abc", "holds 3 bytes of key material"), (b"  \n\t ", "only whitespace"),
+    (b"k" * 64, "must be random"), (b"0123456789abcdef", "holds 8 bytes"),  # hex: 8 bytes decoded
+    (b"AAECAwQFBgcICQoLDA0ODw==\n", None), (b"test-key-0123456789abcdef-not-a-secret", None),
+])  # fmt: skip
+def test_a_weak_key_is_refused_everywhere_it_is_checked(tmp_path, key, needle):
+    from shadowreplay.anonymize.keys import load_key
+
+    kf = tmp_path / "keys" / "k"
+    kf.parent.mkdir()
+    kf.write_bytes(key)
+    env = {"SHADOWREPLAY_SCRUB_KEY": key.decode()}
+    if needle is None:
+        assert options.key_file_source(str(kf), tmp_path / "out") == str(kf)
+        assert load_key(None, environ=env) == key.strip()
+        return
+    for check in (lambda: options.key_file_source(str(kf), tmp_path / "out"), lambda: load_key(kf),
+                  lambda: load_key(None, environ=env)):
+        with pytest.raises(ConfigError, match=needle) as e:
+            check()
+        assert "head -c 32 /dev/urandom | base64" in str(e.value)
+    # the addon: refused while running (the old value kept), one logged line at start-up
+    rec = Recorder()
+    with taddons.context(rec) as tctx:
+        rec.running()
+        with pytest.raises(OptionsError, match=needle):
+            tctx.options.update(shadowreplay_out=str(tmp_path / "o"), shadowreplay_key_file=str(kf))
+        assert not rec.enabled
+
+
+@pytest.mark.parametrize("key", [b"abc", b" \n  "])
+def test_record_refuses_a_weak_key_in_one_line_before_mitmdump_starts(tmp_path, key):
+    from tests.anonymize_helpers import run_cli
+
+    kf = tmp_path / "keys" / "k"
+    kf.parent.mkdir()
+    kf.write_bytes(key)
+    port = free_port()
+    r = run_cli(["record", "--upstream", "http://127.0.0.1:1", "--listen-port", str(port), "--out", str(tmp_path / "o"),
+                 "--key-file", str(kf)], timeout=60)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and len(err.strip().splitlines()) == 1 and "scrub key" in err, err
+    assert not (tmp_path / "o").exists()  # mitmdump (whose addon makes the folder) never ran
+    s = run_cli(["scrub", "--key-file", str(kf)], stdin=b'{"a": "b"}\n')
+    assert s.returncode == 2 and len(s.stderr.decode().strip().splitlines()) == 1 and "scrub key" in s.stderr.decode()

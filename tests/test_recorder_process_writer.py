@@ -66,6 +66,7 @@ def test_process_writer_scrubs_writes_and_reports(tmp_path, key_file):
     assert st["rows_written"] == n and st["submitted"] == n
     w.close()
     assert count(out) == n
+    assert read_status(out)["writer_alive"] is False  # the final status says the writer has exited
     files = parquet_files(out, "requests")
     meta = pq.read_schema(files[-1]).metadata
     assert meta[b"shadowreplay.recorder.dropped_queue_full"] == b"0" and b"shadowreplay.recorder.submitted" in meta

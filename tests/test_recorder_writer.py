@@ -64,6 +64,16 @@ def test_close_flushes_everything_with_metadata(tmp_path):
     assert meta[b"shadowreplay.recorder.dropped_queue_full"] == b"0"
     st = read_status(out)
     assert st["rows_written"] == 50 and st["dropped_queue_full"] == 0 and st["submitted"] == 50
+    assert st["writer_alive"] is False  # written as the writer stopped
+
+
+def test_the_status_says_the_writer_is_alive_while_it_runs(tmp_path):
+    w = writer(tmp_path)
+    w.submit(Ex(0))
+    w.flush()
+    assert read_status(tmp_path / "out")["writer_alive"] is True
+    w.close()
+    assert read_status(tmp_path / "out")["writer_alive"] is False
 
 
 def test_rotation_by_time_and_size(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from shadowreplay import sqlfiles
-from shadowreplay.dataset import absent_columns, checked_columns, find_tables, glob_for, parquet_files
+from shadowreplay.dataset import absent_columns, check_files, find_tables, parquet_files
 from shadowreplay.storage import is_remote, register_duckdb
 from shadowreplay.errors import ConfigError, DatasetError
 from shadowreplay.schema import REQUESTS
@@ -72,11 +72,12 @@ def _rows(root: Path) -> Iterator[dict]:
     files = parquet_files(root, REQUESTS)
     if not files:
         raise DatasetError(f"{root}: no requests table to export")
-    absent = absent_columns(REQUESTS, checked_columns(files, REQUESTS))
+    checked = check_files(files, REQUESTS)
+    absent = absent_columns(REQUESTS, checked.columns)
     con = _connect(root)
     try:
         sql = sqlfiles.fill(sqlfiles.load(__package__, "export_requests.sql"), absent=absent)
-        for batch in sqlfiles.arrow_batches(con, sql, {"glob": glob_for(root, REQUESTS)}, 8192,
+        for batch in sqlfiles.arrow_batches(con, sql, {"glob": [str(f) for f in checked.files]}, 8192,
                                             context=f"{root}: cannot read requests"):
             yield from batch.to_pylist()
     finally:
@@ -84,11 +85,12 @@ def _rows(root: Path) -> Iterator[dict]:
 
 
 def _all_have_hash_ids(root: Path) -> bool:
-    if "hash_ids" not in checked_columns(parquet_files(root, REQUESTS), REQUESTS):
+    checked = check_files(parquet_files(root, REQUESTS), REQUESTS)
+    if "hash_ids" not in checked.columns:
         return False
     con = _connect(root)
     try:
-        (r,) = sqlfiles.rows(con, sqlfiles.load(__package__, "export_hash_ids.sql"), {"glob": glob_for(root, REQUESTS)},
+        (r,) = sqlfiles.rows(con, sqlfiles.load(__package__, "export_hash_ids.sql"), {"glob": [str(f) for f in checked.files]},
                              context=f"{root}: cannot read requests")
     finally:
         con.close()

@@ -1,5 +1,5 @@
 -- Requests to export, in time order: microsecond timestamps, lengths, kept hash_ids and bodies.
--- $glob is the requests table's Parquet glob; traces/export.py fills in the marker after the star
+-- $glob is the requests table's checked Parquet files; traces/export.py fills in the marker after the star
 -- with a typed NULL for each documented column no file has (files from other tools).
 SELECT
     request_id,

@@ -1,0 +1,40 @@
+"""How reading commands treat a dataset's unreadable files: refuse the dataset (the default), or
+leave such files out and list them (`--skip-bad-files`). Kept apart from shadowreplay.dataset
+(pyarrow) so that the CLI dispatcher can set it without a heavy import."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+
+SKIP_BAD_FILES = "--skip-bad-files"
+_skip_bad: contextvars.ContextVar[bool] = contextvars.ContextVar("skip_bad_files", default=False)
+_reported: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("skipped_reported", default=None)
+
+
+@contextlib.contextmanager
+def skipping_bad_files(skip: bool = True) -> Iterator[None]:
+    """Within the block, shadowreplay.dataset.check_files leaves out (and lists on stderr, once
+    each) the files it cannot read, instead of refusing the dataset."""
+    token, listed = _skip_bad.set(skip), _reported.set(set())
+    try:
+        yield
+    finally:
+        _skip_bad.reset(token)
+        _reported.reset(listed)
+
+
+def skip_bad_files() -> bool:
+    """Whether unreadable files are left out here."""
+    return _skip_bad.get()
+
+
+def not_listed_yet(paths: list[str]) -> list[str]:
+    """Those of `paths` not listed as skipped before in this block (and now counted as listed)."""
+    seen = _reported.get()
+    if seen is None:
+        return list(paths)
+    new = [p for p in paths if p not in seen]
+    seen.update(new)
+    return new
