@@ -352,7 +352,7 @@ class Demo:
         # ---------------------------------------------------------------- 5
         self.step(5, "replay the recording into the baseline shadow" if cfg.quick else
                   "replay the recording four times: baseline, two remediations, baseline again (the A/A pair)")
-        lane = [f"client_id = '{batch_id}'={servers['batch-lane'].url}"]
+        lane = [f"client_id = '{batch_id}'={servers['batch-lane'].url}"] if "batch-lane" in servers else []
         runs = [  # (name, what, engine, routes); the A/A pair brackets the remediations, so drift shows in it
             ("baseline", "the baseline shadow (production's flags)", "baseline", []),
             ("flag", f"the remediated shadow ({cfg.remediation})", "remediated", []),
