@@ -125,7 +125,7 @@ def format_value(metric: str, v: float | None) -> str:
         return "-"
     if metric in RATES:
         return f"{100 * v:.4g}%"
-    return f"{v:,.1f} ms" if v < 10000 else f"{v / 1000:,.2f} s"
+    return f"{v:,.1f} ms"
 
 
 def parse(text: str, *, allow_relative: bool = False, flag: str | None = None) -> Expr:
@@ -317,11 +317,30 @@ class GateResult:
     baseline: float | None = None  # A's value (compare gates)
     details: list[dict[str, Any]] = field(default_factory=list)  # `worse`: the figures found worse
 
+    def short(self) -> str:
+        """The gate and its figure in a few words, for the one error line: `ttft_p99>+10% (TTFT
+        P99 1.99x [1.83, 2.14])`."""
+        e = self.expr
+        if self.outcome == INSUFFICIENT:
+            return f"{e.text} (insufficient data)"
+        if e.is_worse:
+            w = self.details
+            more = f" and {len(w) - 1} more" if len(w) > 1 else ""
+            return f"{e.text} ({w[0]['figure']} {_ratio(w[0]['ratio'], w[0]['ratio_ci'])}{more})" if w else e.text
+        if self.ratio is not None:
+            return f"{e.text} ({e.figure}{e.scope_text} {_ratio(self.ratio, self.ratio_interval)})"
+        iv = f" [{format_value(e.metric, self.interval[0])}, {format_value(e.metric, self.interval[1])}]" if self.interval else ""
+        return f"{e.text} ({e.figure}{e.scope_text} {format_value(e.metric, self.observed)}{iv})"
+
     def as_dict(self) -> dict[str, Any]:
         return {"gate": self.expr.text, "expr": self.expr.as_dict(), "passed": self.passed, "outcome": self.outcome,
                 "figure": self.expr.figure + self.expr.scope_text, "observed": self.observed, "interval": self.interval,
                 "baseline": self.baseline, "ratio": self.ratio, "ratio_interval": self.ratio_interval, "n": self.n,
                 "certain": self.certain, "message": self.message, "details": self.details}
+
+
+def _ratio(r: float | None, ci: tuple[float, float] | None) -> str:
+    return ("-" if r is None else f"{r:.2f}x") + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def summary_line(results: Sequence[GateResult]) -> str:
