@@ -385,6 +385,7 @@ def _rows(src: Any, where: str | None, warmup_s: float, table: str | None) -> di
 
     if isinstance(src, duckdb.DuckDBPyConnection):
         con = src
+        con.complete()  # a result an earlier query left unread (a fetchone) would block the relational API
     else:
         paths = [src] if isinstance(src, (str, os.PathLike)) else list(src)
         con, _, _ = open_dataset([str(p) for p in paths], table, warmup_s=warmup_s)
