@@ -172,3 +172,21 @@ def test_independent_aa_traffic_does_not_trip_worse(tmp_path, capsys):
     res = json.loads(out)
     assert any(r.get("verdict") == "worse" for r in res["overall"])  # the table's 95 % verdict alone would alarm
     assert res["gates"][0]["passed"] and "alone" in res["gates"][0]["message"]
+
+
+def test_rate_gate_against_a_baseline_without_errors(tmp_path, capsys):
+    """A baseline with no errors has no ratio: a candidate whose errors are above zero beyond
+    doubt fails `error_rate>+X%`; one with none passes (it is not 'insufficient data')."""
+    req = make_requests(SynthSpec(periods=1, period_s=600, rate_per_s=2, anomaly=None, itl_lists=False, seed=8))
+    base = make_replay(req, seed=1)
+    write_sorted(tmp_path / "base", "replay_results", base)
+    write_sorted(tmp_path / "same", "replay_results", make_replay(req, seed=2))
+    bad = make_replay(req, seed=3)
+    status = bad.column("status").to_numpy().copy()
+    status[::20] = 500  # 5 % errors
+    write_sorted(tmp_path / "bad", "replay_results", bad.set_column(bad.schema.get_field_index("status"), "status", pa.array(status)))
+    rc, out, err = run_cli(capsys, "compare", tmp_path / "base", tmp_path / "bad", "--fail-on", "error_rate>+50%")
+    assert rc == 3 and "no ratio: A is 0" in out and "error_rate>+50%" in err
+    rc, out, err = run_cli(capsys, "compare", tmp_path / "base", tmp_path / "same", "--fail-on", "error_rate>+50%",
+                           "--fail-on", "error_rate<-50%")
+    assert rc == 0, out + err
