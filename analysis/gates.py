@@ -172,7 +172,8 @@ def _worse(e: Expr, sa: Side, sb: Side, grp: str, key: str, *, aa, reps: int, le
                           "metric": m, "level": fam})
         e95, _ = _estimate(sa, sb, grp, key, m, q, reps=reps, level=level, floor=fl)
         at_level += e95.verdict == stats.WORSE
-    r = GateResult(e, not worse, n=int(sum(c["requests"].sum() for kk, c in sb.counts.items() if kk == (grp, key))),
+    c = sb.counts.get((grp, key))
+    r = GateResult(e, not worse, n=int(c["requests"].sum()) if c is not None else 0,
                    outcome=PASS if not worse else FAIL, certain=True, details=worse)
     scope = e.scope_text
     if judged == 0:
