@@ -26,7 +26,7 @@ from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
 from shadowreplay.errors import ShadowReplayError
 
 from .exchange import RowOptions
-from .writer import BoundedIntake, WriterConfig, read_status, write_status
+from .writer import BoundedIntake, WriterConfig, merge_stats, read_status, write_status
 from .writer_child import CARRIED, CODEC, NAME
 
 log = logging.getLogger("shadowreplay.recorder")
@@ -56,6 +56,9 @@ class ProcessWriter(BoundedIntake):
         self._carried: dict[str, int] = {k: 0 for k in CARRIED}
         self.last_error: str | None = None
         self._closing = False
+        self._stats_lock = threading.Lock()
+        self._child_stats: dict[str, Any] = {}  # the running child's last ("stats", ...) message
+        self._stats_base: dict[str, Any] = {}  # added up over the children that have exited
 
     def start(self) -> "ProcessWriter":
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +87,7 @@ class ProcessWriter(BoundedIntake):
         if child is None:
             return
         code = child.finish(max(1.0, timeout))  # normally a no-op: the feeder closed its input
+        self._drain()  # its last figures
         if code is None:
             log.error(
                 "recorder: the writer process (pid %d) is still writing after %.0f s; it finishes on its own",
@@ -115,7 +119,34 @@ class ProcessWriter(BoundedIntake):
                 c[k] = max(c[k], int(st.get(k, 0)))
         return c
 
+    def stats(self) -> dict[str, Any]:
+        """The writer processes' figures (Writer.stats), added up over every child so far."""
+        with self._stats_lock:
+            return merge_stats(self._stats_base, self._child_stats)
+
+    @property
+    def alive(self) -> bool:
+        child = self._child
+        return child is not None and child.returncode is None
+
     # --- feeder thread ---
+    def _on_reply(self, msg: Any) -> bool:
+        """Takes a ("stats", ...) message of the child; False for any other reply."""
+        if isinstance(msg, tuple) and msg and msg[0] == "stats" and isinstance(msg[1], dict):
+            with self._stats_lock:
+                self._child_stats = msg[1]
+            return True
+        return False
+
+    def _drain(self) -> None:
+        """Reads what the child has sent meanwhile (its figures), without waiting."""
+        child = self._child
+        while child is not None and child.poll(0):
+            msg = child.recv()
+            if msg is None:
+                return
+            self._on_reply(msg)
+
     def _proxy_counters(self) -> dict[str, Any]:
         return {
             "submitted": self.submitted,
@@ -146,6 +177,7 @@ class ProcessWriter(BoundedIntake):
             "carried": dict(self._carried),
             "proxy": self._proxy_counters(),
             "started_at": self.started_at,
+            "file_metadata": dict(self.config.file_metadata),
         }
         try:
             child.start(config)
@@ -190,6 +222,10 @@ class ProcessWriter(BoundedIntake):
 
     def _child_died(self, code: int | None) -> None:
         """Counts what the dead child had not written, carries its counters over."""
+        self._drain()
+        with self._stats_lock:
+            self._stats_base = merge_stats(self._stats_base, self._child_stats)
+            self._child_stats = {}
         st = self._child_status() or {}
         written = 0
         for k in CARRIED:
@@ -250,6 +286,7 @@ class ProcessWriter(BoundedIntake):
         while True:
             item = pending
             pending = None
+            self._drain()
             if item is None:
                 try:
                     item = self._q.get(timeout=POLL_S)
@@ -291,7 +328,8 @@ class ProcessWriter(BoundedIntake):
     def _flush_child(self, done: threading.Event) -> None:
         child = self._child
         if child is not None and self._send(("flush", self._proxy_counters())):
-            child.recv()  # ("flushed",) when written, None when the child died
+            while self._on_reply(child.recv()):  # ("flushed",) when written, None when the child died
+                pass
         done.set()
 
     def _write_status(self, alive: bool) -> None:

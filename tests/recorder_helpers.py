@@ -50,7 +50,9 @@ def port_open(host: str, port: int) -> bool:
 
 def mitmdump_cmd() -> list[str]:
     exe = Path(sys.executable).parent / "mitmdump"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mitmproxy.tools.main"]
+    # `python -m mitmproxy.tools.main` runs nothing (the module has no main guard): call mitmdump()
+    fallback = [sys.executable, "-c", "import sys; from mitmproxy.tools.main import mitmdump; sys.exit(mitmdump())"]
+    return [str(exe)] if exe.exists() else fallback
 
 
 class Proxy:
