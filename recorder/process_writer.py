@@ -58,6 +58,8 @@ class ProcessWriter(BoundedIntake):
         self._closing = False
         self._stats_lock = threading.Lock()
         self._child_stats: dict[str, Any] = {}  # the running child's last ("stats", ...) message
+        self._reader: threading.Thread | None = None  # reads the running child's replies
+        self._flushed = threading.Event()
         self._stats_base: dict[str, Any] = {}  # added up over the children that have exited
 
     def start(self) -> "ProcessWriter":
@@ -87,7 +89,7 @@ class ProcessWriter(BoundedIntake):
         if child is None:
             return
         code = child.finish(max(1.0, timeout))  # normally a no-op: the feeder closed its input
-        self._drain()  # its last figures
+        self._join_reader()  # its last figures
         if code is None:
             log.error(
                 "recorder: the writer process (pid %d) is still writing after %.0f s; it finishes on its own",
@@ -130,22 +132,21 @@ class ProcessWriter(BoundedIntake):
         return child is not None and child.returncode is None
 
     # --- feeder thread ---
-    def _on_reply(self, msg: Any) -> bool:
-        """Takes a ("stats", ...) message of the child; False for any other reply."""
-        if isinstance(msg, tuple) and msg and msg[0] == "stats" and isinstance(msg[1], dict):
-            with self._stats_lock:
-                self._child_stats = msg[1]
-            return True
-        return False
+    def _read_replies(self, child: ChildProcess) -> None:
+        """The reader thread of one child: its ("stats", ...) figures and ("flushed",) answers,
+        read as they come, so that the child never waits on a full pipe back to us."""
+        while (msg := child.recv()) is not None:
+            if isinstance(msg, tuple) and msg and msg[0] == "stats" and isinstance(msg[1], dict):
+                with self._stats_lock:
+                    self._child_stats = msg[1]
+            elif msg == ("flushed",):
+                self._flushed.set()
+        self._flushed.set()  # the child is gone: nobody waits for a flush that cannot come
 
-    def _drain(self) -> None:
-        """Reads what the child has sent meanwhile (its figures), without waiting."""
-        child = self._child
-        while child is not None and child.poll(0):
-            msg = child.recv()
-            if msg is None:
-                return
-            self._on_reply(msg)
+    def _join_reader(self, timeout: float = 5.0) -> None:
+        r, self._reader = self._reader, None
+        if r is not None:
+            r.join(timeout)
 
     def _proxy_counters(self) -> dict[str, Any]:
         return {
@@ -181,6 +182,10 @@ class ProcessWriter(BoundedIntake):
         }
         try:
             child.start(config)
+            self._flushed.clear()
+            self._reader = threading.Thread(target=self._read_replies, args=(child,), name="shadowreplay-writer-replies",
+                                            daemon=True)  # fmt: skip
+            self._reader.start()
             return True
         except ChildError as e:
             self.last_error = str(e)
@@ -222,7 +227,7 @@ class ProcessWriter(BoundedIntake):
 
     def _child_died(self, code: int | None) -> None:
         """Counts what the dead child had not written, carries its counters over."""
-        self._drain()
+        self._join_reader()
         with self._stats_lock:
             self._stats_base = merge_stats(self._stats_base, self._child_stats)
             self._child_stats = {}
@@ -286,7 +291,6 @@ class ProcessWriter(BoundedIntake):
         while True:
             item = pending
             pending = None
-            self._drain()
             if item is None:
                 try:
                     item = self._q.get(timeout=POLL_S)
@@ -327,8 +331,9 @@ class ProcessWriter(BoundedIntake):
 
     def _flush_child(self, done: threading.Event) -> None:
         child = self._child
+        self._flushed.clear()
         if child is not None and self._send(("flush", self._proxy_counters())):
-            while self._on_reply(child.recv()):  # ("flushed",) when written, None when the child died
+            while not self._flushed.wait(0.5) and child.returncode is None:  # set when written, or the child died
                 pass
         done.set()
 
