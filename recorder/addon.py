@@ -5,6 +5,10 @@ writer: a child process by default (recorder.process_writer -> recorder.writer_c
 thread inside mitmproxy (recorder.writer) with shadowreplay_writer=thread. Responses are streamed through (`flow.response.stream` is set
 to an observer that returns each chunk unchanged), so SSE reaches the client as it arrives.
 
+Which flows are recorded (filters, `--sample`) is decided once per flow at its first response
+hook (recorder/selection.py); one left out is streamed through and never copied, queued or
+scrubbed. `--metrics-port` serves the recorder's own metrics (recorder/selfmetrics.py).
+
 Options (mitmproxy `--set shadowreplay_<name>=value`, also settable in mitmweb) are declared in
 recorder/options.py; a bad value set while running is refused (OptionsError), at start-up it is
 one error line and mitmdump exits 1.
