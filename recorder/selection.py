@@ -46,6 +46,16 @@ FILTER_REASONS = ("path", "host", "header", "client", "default")
 SAMPLED_OUT = "sampled"
 
 
+def _globs(patterns: Sequence[str], fold: bool = False) -> re.Pattern | None:
+    """One compiled regex matching any of the globs (None for none)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(p.lower() if fold else p)})" for p in patterns))
+
+
+_DEFAULT_EXCLUDED = _globs(DEFAULT_EXCLUDED_PATHS)
+
+
 def parse_rate(text: str, label: str = "--sample") -> float:
     """`10%`, `0.5%` or a fraction `0.1` -> 0.1; must be > 0 and at most 100 %."""
     t = str(text).strip()
@@ -131,8 +141,8 @@ class Selection:
         r["exc_header"] = [parse_header_rule(t, "--exclude-header") for t in self.exclude_header]
         r["inc_client"] = [_parse_client(t, "--include-client") for t in self.include_client]
         r["exc_client"] = [_parse_client(t, "--exclude-client") for t in self.exclude_client]
-        r["inc_host"] = [h.lower() for h in self.include_host]
-        r["exc_host"] = [h.lower() for h in self.exclude_host]
+        r["inc_path"], r["exc_path"] = _globs(self.include_path), _globs(self.exclude_path)
+        r["inc_host"], r["exc_host"] = _globs(self.include_host, fold=True), _globs(self.exclude_host, fold=True)
         self.session_header = self.session_header.strip().lower()
 
     @classmethod
@@ -171,19 +181,19 @@ class Selection:
 
     def _filtered(self, req: Request) -> str | None:
         path = (req.path or "").split("?", 1)[0]
-        if self.include_path:
-            if not any(fnmatch.fnmatchcase(path, p) for p in self.include_path):
-                return "path"
-        elif any(fnmatch.fnmatchcase(path, p) for p in DEFAULT_EXCLUDED_PATHS):
-            return "default"
-        if any(fnmatch.fnmatchcase(path, p) for p in self.exclude_path):
-            return "path"
         r = self._rules
-        if r["inc_host"] or r["exc_host"]:
+        if r["inc_path"] is not None:
+            if not r["inc_path"].match(path):
+                return "path"
+        elif _DEFAULT_EXCLUDED.match(path):
+            return "default"
+        if r["exc_path"] is not None and r["exc_path"].match(path):
+            return "path"
+        if r["inc_host"] is not None or r["exc_host"] is not None:
             host = _bare_host(req.host)
-            if r["inc_host"] and not any(fnmatch.fnmatchcase(host, p) for p in r["inc_host"]):
+            if r["inc_host"] is not None and not r["inc_host"].match(host):
                 return "host"
-            if any(fnmatch.fnmatchcase(host, p) for p in r["exc_host"]):
+            if r["exc_host"] is not None and r["exc_host"].match(host):
                 return "host"
         if r["inc_header"] and not any(_header_matches(req, n, rx) for n, rx in r["inc_header"]):
             return "header"
