@@ -199,3 +199,23 @@ def test_analyze_estimates_the_whole_traffic_from_a_10_percent_conversation_samp
     assert rc == 0
     assert "Estimated totals (a sample: sampled at 10% by conversation" in out
     assert "requests (est.)" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--include-header", "x-tenant"], "--include-header 'x-tenant': NAME=REGEX"),
+    (["--exclude-client", "bob"], "--exclude-client 'bob': a client_id (c_...) or an IP address"),
+    (["--sample", "0%"], "--sample '0%': must be more than 0 and at most 100%"),
+    (["--sample-by", "tenant"], "invalid choice: 'tenant'"),
+])  # fmt: skip
+def test_record_refuses_a_bad_sample_or_filter_with_one_line(tmp_path, key_file, capsys, argv, needle):
+    from shadowreplay.cli import main
+
+    base = ["record", "--upstream", "http://127.0.0.1:1", "--out", str(tmp_path / "out"), "--key-file", str(key_file)]
+    try:
+        rc = main([*base, *argv])
+    except SystemExit as e:  # argparse's own errors
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()  # refused before anything started
