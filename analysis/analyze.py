@@ -11,7 +11,7 @@ from shadowreplay.durations import format_duration
 
 from . import fmt, sketch
 from .engine import Engine, as_engine, has_column_data
-from . import recorders
+from . import recorders, sampling
 from .session import Sources
 
 KEY = ("kind", "model", "client_id")
@@ -101,6 +101,13 @@ def compute(con: Engine | duckdb.DuckDBPyConnection, src: Sources, table: str, s
     else:
         result["prefix"] = None
         notes.append("no prefix_hash/hash_ids in this dataset: prefix sharing unknown")
+    samp = sampling.collect(src) if table == "requests" else None
+    if samp:
+        result["sampling"] = samp  # a sampled recording: estimates of the whole traffic
+        for g in groups:
+            g["estimated"] = sampling.estimate(g, samp["scale"])
+        notes.append(f"this recording is a sample ({sampling.describe(samp)}): counts and rates above are the "
+                     "sample's; estimated totals are scaled by 1/rate")  # fmt: skip
     fleet_rows = recorders.collect(src)
     if fleet_rows:
         result["recorders"] = fleet_rows  # per-instance counters of the recorders that wrote it
@@ -144,6 +151,8 @@ def render(res: dict[str, Any]) -> str:
             if metric == "itl_ms" and groups:
                 title += f", {groups[0]['itl_source']}"
             out += ["", fmt.table(["kind", "model", "client", "P50", "P95", "P99", "max"], rows, title)]
+    if res.get("sampling") and groups:
+        out += ["", sampling.render(res["sampling"], groups, _name)]
     if res.get("prefix"):
         rows = [["ALL" if p["total"] else (p["client_id"] or "-"), p["requests"], p["shared"], fmt.pct(p["shared_share"]), p["distinct_prefixes"]] for p in res["prefix"]]
         out += ["", fmt.table(["client", "requests", "shared prefix", "share", "distinct prefixes"], rows, "Prefix sharing (requests whose prefix another request also has)")]

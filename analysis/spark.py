@@ -29,7 +29,7 @@ from shadowreplay.schema import REPLAY_RESULTS, REQUESTS, SCHEMAS, TABLES
 
 from .session import Sources, choose_table, find_sources, first_line, lat_source_name, split_statements, sql_text
 
-NEEDS = "--engine spark needs pyspark and Java 17+; run `make setup`"
+NEEDS = "--engine spark needs the spark extra (pip install 'shadowreplay[spark]') and Java 17+"
 
 # Session settings the analysis relies on: UTC timestamps (as DuckDB's SET TimeZone), and NULL
 # (not an error) for x / 0 and out-of-range list indexes, as in DuckDB.

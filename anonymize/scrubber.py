@@ -14,7 +14,7 @@ from shadowreplay import llmapi
 from . import fastjson
 from .detectors import PERSON, SECRET, Span, find_spans
 from .names import NAME_KEY, looks_like_name, lower_same_length, mention_spans, name_words
-from .keyedhash import KeyedSHA256
+from .keyedhash import KeyedIds
 from .substitutes import Substituter
 from .zh_script import simplified
 
@@ -119,7 +119,7 @@ class Scrubber:
         self._key = bytes(key)
         self.max_chars = max_chars
         self._subs = Substituter(self._key)
-        self._hmac = KeyedSHA256(self._key)
+        self._ids = KeyedIds(self._key)
         self._whole: dict[str, Scrubbed] = {}
         self._whole_chars = 0
         self.stats = _Stats()
@@ -137,13 +137,10 @@ class Scrubber:
 
     # ------------------------------------------------------------ hashing
     def keyed_hash(self, text: str) -> str:
-        return self._hmac.digest(b"hash\0" + text.encode("utf-8", "surrogatepass")).hex()[:16]
+        return self._ids.keyed_hash(text)
 
     def client_id(self, credential: str) -> str:
-        cred = credential.strip()
-        if cred[:7].lower() == "bearer ":
-            cred = cred[7:].strip()
-        return "c_" + self.keyed_hash("client\0" + cred)
+        return self._ids.client_id(credential)
 
     def substitute(self, kind: str, value: str) -> str:
         """The keyed substitute of one detected value of category `kind` (`detectors.KINDS`):

@@ -5,6 +5,10 @@ writer: a child process by default (recorder.process_writer -> recorder.writer_c
 thread inside mitmproxy (recorder.writer) with shadowreplay_writer=thread. Responses are streamed through (`flow.response.stream` is set
 to an observer that returns each chunk unchanged), so SSE reaches the client as it arrives.
 
+Which flows are recorded (filters, `--sample`) is decided once per flow at its first response
+hook (recorder/selection.py); one left out is streamed through and never copied, queued or
+scrubbed. `--metrics-port` serves the recorder's own metrics (recorder/selfmetrics.py).
+
 Options (mitmproxy `--set shadowreplay_<name>=value`, also settable in mitmweb) are declared in
 recorder/options.py; a bad value set while running is refused (OptionsError), at start-up it is
 one error line and mitmdump exits 1.
@@ -22,11 +26,13 @@ from shadowreplay.errors import ConfigError
 
 from . import options
 from .exchange import Exchange, HttpExchange, RowOptions
+from .selection import SAMPLED_OUT, Request, Selection
 
 log = logging.getLogger("shadowreplay.recorder")
 
 _META = "shadowreplay.exchange"  # flow.metadata key of the HttpExchange being captured
 _DONE = "shadowreplay.submitted"
+_LEFT_OUT = "shadowreplay.left_out"  # flow.metadata: why the flow is not recorded ("" : it is)
 
 
 def is_grpc(flow: http.HTTPFlow) -> bool:
@@ -70,6 +76,9 @@ class Recorder:
         self._stream_cap = RowOptions().stream_cap
         self.enabled = False
         self._running = False
+        self.selection = Selection()
+        self.counts = Counts()
+        self.metrics_server: Any = None
 
     # --- mitmproxy lifecycle ---
     def load(self, loader) -> None:
@@ -84,9 +93,12 @@ class Recorder:
         try:
             v = options.read_values(ctx.options)  # a bad value: refused before the writer stops
             quiet_logs(v["log"] == "quiet")
+            selection = Selection.of(v)
             self._stop()
             if v["out"] or not self._running:  # emptied while running: recording is off
+                self._select(v, selection)
                 self._start(v)
+                self._serve_metrics(v)
         except Exception as e:  # OptionsError, ShadowReplayError and friends: one clear line
             self.enabled = False
             options.refuse(e, self._running, log)
@@ -119,6 +131,7 @@ class Recorder:
             header_bytes_cap=v["header_bytes_cap"],
             instance=instance,
             upstream=reverse_upstreams(list(getattr(ctx.options, "mode", []) or [])),
+            file_metadata=self.selection.file_metadata(),
         )
         if v["writer"] == "process":
             from .process_writer import ProcessWriter
@@ -138,7 +151,30 @@ class Recorder:
             self.sampler = MetricsSampler(v["metrics_url"], out, v["metrics_interval"], name_tag=instance).start()
             log.info("shadowreplay recorder: sampling %s into %s/engine_metrics/", v["metrics_url"], out)
 
+    def _select(self, v: dict[str, Any], selection: Selection) -> None:
+        """Sampling and filters, before the writer starts (its files carry the sample rate)."""
+        if selection.needs_key and v["out"]:  # the keyed hashes of sampling / client ids, in memory only
+            from shadowreplay.anonymize import load_key
+            from shadowreplay.anonymize.keyedhash import KeyedIds
+
+            selection.ids = KeyedIds(load_key(options.key_file_source(v["key_file"], None)))
+        self.selection = selection
+        self.counts = Counts()
+        if selection.sampling:
+            log.info("shadowreplay recorder: recording %s of the traffic by %s", f"{v['sample'] * 100:g}%", selection.by)
+
+    def _serve_metrics(self, v: dict[str, Any]) -> None:
+        """The recorder's own metrics endpoint (docs/recorder.md, "Metrics")."""
+        if v["metrics_port"]:
+            from .selfmetrics import serve
+
+            self.metrics_server = serve(self, v["metrics_host"], v["metrics_port"])
+            log.info("shadowreplay recorder: metrics on http://%s:%d/metrics", v["metrics_host"], v["metrics_port"])
+
     def _stop(self) -> None:
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+            self.metrics_server = None
         if self.sampler is not None:
             self.sampler.stop()
             self.sampler = None
@@ -156,11 +192,43 @@ class Recorder:
         return self._opts
 
     def submit(self, exchange: Exchange) -> bool:
-        """Queues an exchange for the writer without blocking; False (and counted) when full."""
+        """Queues an exchange for the writer without blocking; False (and counted) when full, or
+        when the filters or the sample leave it out (decided on its path, host, headers and
+        client address, where it has them)."""
+        if self.writer is None:
+            return False
+        why = self.selection.decide(Request(
+            path=getattr(exchange, "path", None), host=getattr(exchange, "host", None),
+            headers=getattr(exchange, "request_headers", None) or [], client_addr=getattr(exchange, "client_addr", None),
+            request_id=str(getattr(exchange, "request_id", "") or id(exchange)),
+        ))  # fmt: skip
+        if self.counts.left_out(why):
+            return False
+        return self._queue(exchange)
+
+    def _queue(self, exchange: Exchange) -> bool:
         w = self.writer
         if w is None:
             return False
-        return w.submit(exchange)
+        ok = w.submit(exchange)
+        if ok:
+            self.counts.recorded += 1
+        return ok
+
+    def _wanted(self, flow: http.HTTPFlow) -> bool:
+        """Whether to record this flow: decided once, at its first response hook (the request is
+        on its way upstream by then), before anything of it is copied."""
+        why = flow.metadata.get(_LEFT_OUT)
+        if why is None:
+            req = flow.request
+            peer = flow.client_conn.peername
+            why = self.selection.decide(Request(
+                path=req.path, host=req.host_header or req.host, headers=req.headers,
+                client_addr=str(peer[0]) if peer else None, request_id=flow.id, body=req.raw_content,
+            )) or ""  # fmt: skip
+            flow.metadata[_LEFT_OUT] = why
+            self.counts.left_out(why or None)
+        return not why
 
     # --- hooks ---
     def _exchange(self, flow: http.HTTPFlow) -> HttpExchange:
@@ -188,6 +256,10 @@ class Recorder:
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if not self.enabled or is_grpc(flow) or flow.response is None:
             return
+        if not self._wanted(flow):
+            if not flow.response.stream:
+                flow.response.stream = True  # passed through unbuffered, as a recorded one is
+            return
         ex = self._exchange(flow)
         resp = flow.response
         ex.status = resp.status_code
@@ -208,7 +280,7 @@ class Recorder:
         resp.stream = passthrough
 
     def response(self, flow: http.HTTPFlow) -> None:
-        if not self.enabled or is_grpc(flow) or flow.metadata.get(_DONE):
+        if not self.enabled or is_grpc(flow) or flow.metadata.get(_DONE) or not self._wanted(flow):
             return
         ex = self._exchange(flow)
         resp = flow.response
@@ -223,10 +295,10 @@ class Recorder:
         if flow.websocket is not None:
             ex.websocket = True
         flow.metadata[_DONE] = True
-        self.submit(ex)
+        self._queue(ex)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        if not self.enabled or is_grpc(flow) or flow.metadata.get(_DONE):
+        if not self.enabled or is_grpc(flow) or flow.metadata.get(_DONE) or not self._wanted(flow):
             return
         ex = self._exchange(flow)
         if flow.response is not None:
@@ -234,4 +306,26 @@ class Recorder:
         ex.error = f"proxy: {flow.error.msg}" if flow.error else "proxy: unknown error"
         ex.ts_end = time.time()
         flow.metadata[_DONE] = True
-        self.submit(ex)
+        self._queue(ex)
+
+
+class Counts:
+    """What the recorder decided in the proxy (read by the metrics endpoint)."""
+
+    def __init__(self) -> None:
+        self.seen = 0  # exchanges the recorder looked at (HTTP flows and gRPC calls)
+        self.recorded = 0  # handed to the writer
+        self.sampled_out = 0
+        self.filtered: dict[str, int] = {}  # by the filter kind that left it out
+
+    def left_out(self, why: str | None) -> bool:
+        """Counts one decision; True when the exchange is not recorded."""
+        self.seen += 1
+        if not why:
+            return False
+        if why == SAMPLED_OUT:
+            self.sampled_out += 1
+        else:
+            self.filtered[why] = self.filtered.get(why, 0) + 1
+        return True
+

@@ -90,6 +90,22 @@ def _validate(args: argparse.Namespace) -> None:
     elif out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a folder")
     options.key_file_source(args.key_file, out, where="--out")  # the writer loads the key, once
+    _validate_production(args)
+
+
+def _validate_production(args: argparse.Namespace) -> None:
+    """Sampling, filters and the metrics port, checked as the addon will (ConfigError)."""
+    from shadowreplay.errors import ConfigError
+
+    from .selection import Selection
+
+    values = {o.name: getattr(args, o.dest) for o in options.OPTIONS}
+    for o in options.OPTIONS:
+        if o.multiple:
+            values[o.name] = list(values[o.name] or ())
+    Selection.of(values)
+    if not 0 <= args.metrics_port <= 65535:
+        raise ConfigError(f"--metrics-port {args.metrics_port}: a port 1-65535")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from shadowreplay.durations import add_duration_flag, format_duration, parse_duration
 from shadowreplay.errors import ConfigError
 
+from .selection import SAMPLE_BY, format_rate, parse_rate
 from .shape import KEEP_MODES
 
 PREFIX = "shadowreplay_"
@@ -50,6 +51,10 @@ class Option:
     default_doc: str | None = None  # what an empty default means, for --help
     always_sent: bool = False  # `shadowreplay record` sets it on mitmdump's command line even at its default
     owner: str = RECORDER
+    multiple: bool = False  # a list (Sequence[str] in mitmproxy): the flag may be repeated
+    parse: Callable[[Any, str], Any] | None = None  # (value, label) -> the value as used; ConfigError
+    show: Callable[[Any], str] = str  # a parsed value as mitmproxy's option text (with `parse`)
+    port: bool = False  # an int 0-65535 (0: off)
 
     @property
     def option(self) -> str:
@@ -98,6 +103,22 @@ OPTIONS: tuple[Option, ...] = (
            choices=LOG_MODES),
     Option("grpc_max_message", int, 4 << 20, "gRPC messages longer than this many bytes are counted and timed, "
            "not kept", positive=True, metavar="N", owner=GRPC),
+    # --- production: sampling, filters, the recorder's own metrics (docs/recorder.md) ---
+    Option("sample", str, "100%", "record this share of the traffic, by --sample-by (10%, 0.1)", metavar="RATE",
+           parse=parse_rate, show=format_rate),
+    Option("sample_by", str, "conversation", "what a sampled unit is: conversation (its turns kept together), "
+           "client, or request", choices=SAMPLE_BY),
+    Option("session_header", str, "x-session-id", "request header naming the conversation (when present) for "
+           "--sample-by conversation", metavar="NAME"),
+    *(Option(f"{way}_{what}", Sequence[str], [], f"{way} requests whose {doc}", multiple=True, metavar=mv)
+      for what, doc, mv in (("path", "path (without query) matches this glob", "GLOB"),
+                            ("host", "host (port ignored) matches this glob", "GLOB"),
+                            ("header", "header NAME has a value matching REGEX", "NAME=REGEX"),
+                            ("client", "client is this client_id (c_...) or in this IP network", "CLIENT"))
+      for way in ("include", "exclude")),
+    Option("metrics_port", int, 0, "serve the recorder's own Prometheus metrics on this port", port=True,
+           metavar="PORT", default_doc="off"),
+    Option("metrics_host", str, "127.0.0.1", "address the recorder's own metrics listen on", metavar="HOST"),
 )
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 
@@ -112,6 +133,12 @@ def check(opt: Option, value: Any, label: str | None = None) -> Any:
     label = label or opt.option
     if opt.duration:
         return seconds(value, label)
+    if opt.parse is not None:
+        return opt.parse(value, label)
+    if opt.multiple:
+        return list(value or ())
+    if opt.port and not 0 <= value <= 65535:
+        raise ConfigError(f"{label} {value}: a port 1-65535, or 0 for off")
     if opt.positive and value <= 0:
         raise ConfigError(f"{label} must be > 0")
     if opt.choices is not None and value not in opt.choices:
@@ -179,12 +206,26 @@ def _positive_int() -> Callable[[str], int]:
     return convert
 
 
+def _parsed(o: Option) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return o.parse(text, o.cli_flag)
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    convert.__name__ = o.name
+    return convert
+
+
 def _help(o: Option) -> str:
+    text = o.help.replace("%", "%%")  # argparse formats help with %
+    if o.multiple:
+        return f"{text} (repeatable)"
     if o.default_doc:
-        return f"{o.help} (default: {o.default_doc})"
+        return f"{text} (default: {o.default_doc})"
     if o.default == "":
-        return o.help
-    return f"{o.help} (default %(default)s)"
+        return text
+    return f"{text} (default %(default)s)"
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -195,7 +236,11 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                               deprecated={old: "s" for old in o.old_flags})  # fmt: skip
             continue
         kw: dict[str, Any] = {"dest": o.dest, "default": o.default, "help": _help(o), "metavar": o.metavar}
-        if o.choices is not None:
+        if o.multiple:
+            kw["action"] = "append"
+        elif o.parse is not None:
+            kw["type"] = _parsed(o)
+        elif o.choices is not None:
             kw["choices"] = list(o.choices)
         elif o.positive:
             kw["type"] = _positive_int()
@@ -217,10 +262,13 @@ def mitmdump_sets(args: argparse.Namespace) -> list[tuple[str, str]]:
     sets = []
     for o in OPTIONS:
         value = getattr(args, o.dest)
-        if o.duration:
+        if o.multiple:
+            sets += [(o.option, str(v)) for v in value or ()]
+            continue
+        if o.duration or o.parse is not None:
             if value == default(o.name) and not o.always_sent:
                 continue
-            text = format_duration(value)
+            text = format_duration(value) if o.duration else o.show(value)
         else:
             if value == o.default and not o.always_sent:
                 continue

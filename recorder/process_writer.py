@@ -26,7 +26,7 @@ from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
 from shadowreplay.errors import ShadowReplayError
 
 from .exchange import RowOptions
-from .writer import BoundedIntake, WriterConfig, read_status, write_status
+from .writer import BoundedIntake, WriterConfig, merge_stats, read_status, write_status
 from .writer_child import CARRIED, CODEC, NAME
 
 log = logging.getLogger("shadowreplay.recorder")
@@ -56,6 +56,11 @@ class ProcessWriter(BoundedIntake):
         self._carried: dict[str, int] = {k: 0 for k in CARRIED}
         self.last_error: str | None = None
         self._closing = False
+        self._stats_lock = threading.Lock()
+        self._child_stats: dict[str, Any] = {}  # the running child's last ("stats", ...) message
+        self._reader: threading.Thread | None = None  # reads the running child's replies
+        self._flushed = threading.Event()
+        self._stats_base: dict[str, Any] = {}  # added up over the children that have exited
 
     def start(self) -> "ProcessWriter":
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +89,7 @@ class ProcessWriter(BoundedIntake):
         if child is None:
             return
         code = child.finish(max(1.0, timeout))  # normally a no-op: the feeder closed its input
+        self._join_reader()  # its last figures
         if code is None:
             log.error(
                 "recorder: the writer process (pid %d) is still writing after %.0f s; it finishes on its own",
@@ -115,7 +121,33 @@ class ProcessWriter(BoundedIntake):
                 c[k] = max(c[k], int(st.get(k, 0)))
         return c
 
+    def stats(self) -> dict[str, Any]:
+        """The writer processes' figures (Writer.stats), added up over every child so far."""
+        with self._stats_lock:
+            return merge_stats(self._stats_base, self._child_stats)
+
+    @property
+    def alive(self) -> bool:
+        child = self._child
+        return child is not None and child.returncode is None
+
     # --- feeder thread ---
+    def _read_replies(self, child: ChildProcess) -> None:
+        """The reader thread of one child: its ("stats", ...) figures and ("flushed",) answers,
+        read as they come, so that the child never waits on a full pipe back to us."""
+        while (msg := child.recv()) is not None:
+            if isinstance(msg, tuple) and msg and msg[0] == "stats" and isinstance(msg[1], dict):
+                with self._stats_lock:
+                    self._child_stats = msg[1]
+            elif msg == ("flushed",):
+                self._flushed.set()
+        self._flushed.set()  # the child is gone: nobody waits for a flush that cannot come
+
+    def _join_reader(self, timeout: float = 5.0) -> None:
+        r, self._reader = self._reader, None
+        if r is not None:
+            r.join(timeout)
+
     def _proxy_counters(self) -> dict[str, Any]:
         return {
             "submitted": self.submitted,
@@ -147,9 +179,14 @@ class ProcessWriter(BoundedIntake):
             "carried": dict(self._carried),
             "proxy": self._proxy_counters(),
             "started_at": self.started_at,
+            "file_metadata": dict(self.config.file_metadata),
         }
         try:
             child.start(config)
+            self._flushed.clear()
+            self._reader = threading.Thread(target=self._read_replies, args=(child,), name="shadowreplay-writer-replies",
+                                            daemon=True)  # fmt: skip
+            self._reader.start()
             return True
         except ChildError as e:
             self.last_error = str(e)
@@ -191,6 +228,10 @@ class ProcessWriter(BoundedIntake):
 
     def _child_died(self, code: int | None) -> None:
         """Counts what the dead child had not written, carries its counters over."""
+        self._join_reader()
+        with self._stats_lock:
+            self._stats_base = merge_stats(self._stats_base, self._child_stats)
+            self._child_stats = {}
         st = self._child_status() or {}
         written = 0
         for k in CARRIED:
@@ -291,8 +332,10 @@ class ProcessWriter(BoundedIntake):
 
     def _flush_child(self, done: threading.Event) -> None:
         child = self._child
+        self._flushed.clear()
         if child is not None and self._send(("flush", self._proxy_counters())):
-            child.recv()  # ("flushed",) when written, None when the child died
+            while not self._flushed.wait(0.5) and child.returncode is None:  # set when written, or the child died
+                pass
         done.set()
 
     def _write_status(self, alive: bool) -> None:

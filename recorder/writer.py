@@ -12,6 +12,7 @@ metadata. DIR is a local folder or an s3:// prefix; the instance id is in every 
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import queue
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from shadowreplay import fleet
 from shadowreplay.dataset import rows_to_table, write_table
+from shadowreplay.errors import ShadowReplayError
 from shadowreplay.schema import REQUESTS
 from shadowreplay.storage import Location
 
@@ -85,6 +87,30 @@ class WriterConfig:
     header_bytes_cap: int = HEADER_BYTES_CAP
     instance: str = field(default_factory=fleet.default_instance)  # in file names and the status object's name
     upstream: str = ""  # the proxy's upstream URL(s), comma-separated: in every file's metadata (replayer/safety.py)
+    file_metadata: dict[str, str] = field(default_factory=dict)  # fixed keys for every file (the sample rate)
+
+
+# Upper bounds (seconds) of the scrub-time histogram's buckets (`shadowreplay_scrub_seconds`).
+SCRUB_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+
+
+class Histogram:
+    """Counts per bucket and a sum, as Prometheus' histogram has them; plain numbers, so that the
+    writer process can send them to the proxy that serves the metrics."""
+
+    __slots__ = ("buckets", "counts", "total")
+
+    def __init__(self, buckets: tuple[float, ...] = SCRUB_BUCKETS) -> None:
+        self.buckets = buckets
+        self.counts = [0] * (len(buckets) + 1)  # the last one: above every bound
+        self.total = 0.0
+
+    def observe(self, v: float) -> None:
+        self.counts[bisect.bisect_left(self.buckets, v)] += 1
+        self.total += v
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"buckets": self.buckets, "counts": list(self.counts), "sum": self.total}
 
 
 def _row_size(row: dict[str, Any]) -> int:
@@ -165,6 +191,8 @@ class Writer(BoundedIntake):
         self.convert_failed = 0
         self.rows_written = 0
         self.files_written = 0
+        self.bytes_written = 0
+        self.scrub_seconds = Histogram()
         self.last_error: str | None = None
 
     def put(self, exchange: Any, timeout: float | None = None) -> None:
@@ -264,8 +292,11 @@ class Writer(BoundedIntake):
 
     def _convert(self, ex: Any) -> dict[str, Any] | None:
         try:
+            t0 = time.perf_counter()
             self._cap_headers(ex)
-            return ex.to_row(self.scrubber, self.options)
+            row = ex.to_row(self.scrubber, self.options)
+            self.scrub_seconds.observe(time.perf_counter() - t0)
+            return row
         except Exception as e:  # a bug in conversion must not stop recording
             self.convert_failed += 1
             log.error("recorder: could not convert an exchange (%s); recorded without content", type(e).__name__)
@@ -309,6 +340,7 @@ class Writer(BoundedIntake):
             meta["recorder.instance"] = self.config.instance
             if self.config.upstream:
                 meta["recorder.upstream"] = self.config.upstream
+            meta.update(self.config.file_metadata)
             paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta, name_tag=self.config.instance)
         except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)
@@ -318,6 +350,26 @@ class Writer(BoundedIntake):
             return
         self.rows_written += len(rows)
         self.files_written += len(paths)
+        self.bytes_written += sum(_size(p) for p in paths)
+        self.on_written()
+
+    def on_written(self) -> None:
+        """Called in the writer thread after each file written (the writer process reports its
+        figures to the proxy from here)."""
+
+    def stats(self) -> dict[str, Any]:
+        """This writer's own figures for the recorder's metrics (not carried over from earlier
+        writer processes: the proxy adds those up)."""
+        return {
+            "rows_written": self.rows_written,
+            "files_written": self.files_written,
+            "bytes_written": self.bytes_written,
+            "dropped_write_failed": self.dropped_write_failed,
+            "write_failed": self.write_failed,
+            "convert_failed": self.convert_failed,
+            "queued": self.queued,
+            "scrub_seconds": self.scrub_seconds.snapshot(),
+        }
 
     def status(self) -> dict[str, Any]:
         return {
@@ -338,6 +390,34 @@ class Writer(BoundedIntake):
             log.error("recorder: cannot create %s (%s)", self.config.out_dir, e)
             return
         fleet.write_status(self.config.out_dir, self.config.instance, self.status())
+
+
+def merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two writers' `stats()` added up (a writer process and the ones before it); `queued` is b's."""
+    out = dict(a)
+    for k, v in b.items():
+        if k == "scrub_seconds":
+            old = a.get(k)
+            if old and len(old["counts"]) == len(v["counts"]):
+                v = {**v, "counts": [x + y for x, y in zip(old["counts"], v["counts"])], "sum": old["sum"] + v["sum"]}
+            out[k] = v
+        elif k == "queued":
+            out[k] = v
+        else:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _size(path: Location) -> int:
+    """A written file's size in bytes (0 when it cannot be told)."""
+    try:
+        if isinstance(path, Path):
+            return path.stat().st_size
+        from shadowreplay.storage import arrow_filesystem
+
+        return int(arrow_filesystem().get_file_info(path.fs_path).size or 0)
+    except (OSError, AttributeError, ShadowReplayError):  # gone already
+        return 0
 
 
 def write_status(out_dir: Location, status: dict[str, Any], instance: str) -> None:

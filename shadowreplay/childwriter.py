@@ -256,6 +256,7 @@ class ParentLink:
         self.codec = codec
         self._in = Connection(os.dup(in_fd), writable=False)
         self._out = Connection(os.dup(out_fd), readable=False)
+        self._out_lock = threading.Lock()  # replies may come from more than one thread
         if out_fd == 1:
             os.dup2(2, 1)
 
@@ -276,7 +277,9 @@ class ParentLink:
 
     def reply(self, message: Any) -> None:
         try:
-            self._out.send_bytes(self.codec.dumps(message))
+            data = self.codec.dumps(message)
+            with self._out_lock:
+                self._out.send_bytes(data)
         except OSError:
             pass  # the parent is gone: the files are what matters
 

@@ -50,8 +50,29 @@ def location(loc: Union[str, os.PathLike, "S3Path"]) -> Union[Path, "S3Path"]:
     if isinstance(loc, S3Path):
         return loc
     if is_remote(loc):
+        require_s3()
         return S3Path(str(loc))
     return Path(os.path.expanduser(os.fspath(loc)))
+
+
+S3_EXTRA = "s3:// paths need the s3 extra: pip install 'shadowreplay[s3]'"
+
+
+@functools.lru_cache(maxsize=1)
+def s3_installed() -> bool:
+    """Whether the `s3` extra (s3fs, with botocore) is installed; nothing is imported."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("s3fs") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_s3() -> None:
+    """ConfigError naming the extra when s3:// is asked for without it."""
+    if not s3_installed():
+        raise ConfigError(S3_EXTRA)
 
 
 Location = Union[Path, "S3Path"]

@@ -12,7 +12,7 @@ import pytest
 
 from tests.analysis_helpers import PlantedAnomaly, SynthSpec, run_cli, run_json, write_recording
 
-NEEDS = "--engine spark needs pyspark and Java 17+; run `make setup`"
+NEEDS = "--engine spark needs the spark extra (pip install 'shadowreplay[spark]') and Java 17+"
 
 
 @pytest.fixture(scope="module")

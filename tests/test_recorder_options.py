@@ -29,7 +29,11 @@ OTHER = {
     "prefix_chars": "17", "body_cap": "4096", "stream_cap": "8192", "rotate_seconds": "1500ms",
     "rotate_bytes": "1000", "queue_size": "5", "header_count_cap": "9", "header_bytes_cap": "999",
     "metrics_url": "http://127.0.0.1:9/metrics", "metrics_interval": "250ms", "writer": "thread",
-    "grpc_max_message": "123", "log": "verbose",
+    "grpc_max_message": "123", "log": "verbose", "sample": "10%", "sample_by": "client", "session_header": "x-conv",
+    "include_path": "/v1/*", "exclude_path": "/v1/embeddings", "include_host": "*.example",
+    "exclude_host": "canary.example", "include_header": "x-tenant=^a", "exclude_header": "user-agent=probe",
+    "include_client": "10.0.0.0/8", "exclude_client": "10.9.0.0/16", "metrics_port": "9464",
+    "metrics_host": "0.0.0.0",
 }  # fmt: skip
 
 
@@ -62,10 +66,12 @@ def test_every_option_is_a_record_flag_with_the_same_default_in_help():
         assert o.cli_flag in text, o.name
         if o.name != "out":
             assert getattr(args, o.dest) == options.default(o.name), o.name
-        if o.default != "":
-            assert f"(default {o.default})" in flat, o.name
+        if o.multiple:
+            assert o.help in flat and "(repeatable)" in flat, o.name
         elif o.default_doc:
             assert f"(default: {o.default_doc})" in flat, o.name
+        elif o.default != "":
+            assert f"(default {o.default})" in flat, o.name
 
 
 def test_rowoptions_and_the_writer_take_their_defaults_from_the_table():
@@ -97,7 +103,7 @@ def test_every_non_default_flag_becomes_its_set_and_the_addon_reads_back_what_wa
     with taddons.context(grpc, rec) as tctx:
         tctx.options.set(*[f"{k}={v}" for k, v in sets.items() if k.startswith(options.PREFIX)])
         got = {**options.read_values(tctx.options), **options.read_values(tctx.options, options.GRPC)}
-    want = {o.name: options.check(o, o.type(OTHER[o.name])) for o in options.OPTIONS}
+    want = {o.name: [OTHER[o.name]] if o.multiple else options.check(o, o.type(OTHER[o.name])) for o in options.OPTIONS}
     want["out"] = str(tmp_path / "rel" / "out")
     assert got == want
     assert (got["rotate_seconds"], got["metrics_interval"]) == (1.5, 0.25)

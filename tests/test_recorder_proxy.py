@@ -77,14 +77,14 @@ def test_rows_match_requests_one_to_one_with_client_timing(tmp_path, server, key
             assert r.status_code == 404
         assert proxy.stop(signal.SIGINT) == 0
     rows = read_requests(out)
-    assert len(rows) == 12 + 4 + 1  # + the untagged warm-up GET
+    assert len(rows) == 12 + 3  # GET /metrics (the warm-up and m1) is left out by default
     by_id = rows_by_header(rows)
-    assert set(by_id) == {f"s{i}" for i in range(12)} | {"n1", "e1", "m1", "404"}
+    assert set(by_id) == {f"s{i}" for i in range(12)} | {"n1", "e1", "404"}
     assert len({r["request_id"] for r in rows}) == len(rows)
     for r in rows:
         assert r["ts_start"] <= r["ts_first_byte"] <= r["ts_end"], r["request_id"]
     assert by_id["n1"]["kind"] == "chat" and by_id["n1"]["stream"] is False and by_id["n1"]["max_tokens"] == 3
-    assert by_id["e1"]["kind"] == "embedding" and by_id["m1"]["kind"] == "http" and by_id["404"]["status"] == 404
+    assert by_id["e1"]["kind"] == "embedding" and by_id["404"]["kind"] == "http" and by_id["404"]["status"] == 404
     ttft_diffs, itl_diffs = [], []
     for i in range(12):
         row, cl = by_id[f"s{i}"], seen[f"s{i}"]
