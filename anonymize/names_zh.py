@@ -22,7 +22,7 @@ import numpy as np
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
-from .names_zh_model import Tagged, _kernels, tag_text
+from .names_zh_model import Tagged, kernels, tag_text
 from .spans import PERSON, Span
 from .zh_script import simplified
 
@@ -108,7 +108,7 @@ class _Tokens:
             self.word, self.tag = words, tags
         else:
             # the separators' tokens dropped and the positions mapped back in one compiled pass
-            starts, keep, ok = _kernels().place_tokens(lens, np.fromiter(map(len, parts), np.int64, len(parts)))
+            starts, keep, ok = kernels().place_tokens(lens, np.fromiter(map(len, parts), np.int64, len(parts)))
             if not ok:  # (never seen)
                 self._slow(parts, words, tags)
                 return
