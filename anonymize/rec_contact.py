@@ -99,7 +99,12 @@ class Emails:
             _emails(doc.text, found)
         if not doc.ascii and "\uff20" in doc.text:  # full-width ＠, as Chinese and Japanese IMEs type it
             _emails(doc.text, found, "\uff20")
-        out.extend(Candidate(s, e, k, STRONG) for s, e, k in found)
+        text = doc.text
+        for s, e, k in found:
+            # user:password@host in a URL is no address: the password is (rec_secrets.UrlPasswords)
+            if s > 0 and text[s - 1] == ":" and "://" in text[max(0, s - 80) : s].rsplit(" ", 1)[-1]:
+                continue
+            out.append(Candidate(s, e, k, STRONG))
 
 
 class IPv6:

@@ -105,15 +105,17 @@ def placeholder(v: str) -> bool:
     return v.lower().strip(" '\"`") in _PLACEHOLDERS or _PLACEHOLDER_SHAPE.fullmatch(v) is not None
 
 
-def code_value(text: str, s: int, e: int) -> bool:
+def code_value(text: str, s: int, e: int, assigned: bool = True) -> bool:
     """The value at text[s:e] is an expression, not a literal: a call (`getpass()`), an
     attribute path (`os.environ.get`), an index (`env["X"]`), a keyword or builtin (`None`,
     `raise`, `str`), a variable or constant name (`DB_PASSWORD`, `password_env`)."""
     v = text[s:e]
+    if v.lower() in _CODE_WORDS:
+        return True
+    if not assigned:  # after a copula in prose (`is`, `es`, `lautet`) only a keyword is code
+        return False
     nxt = text[e : e + 1]
     if nxt in ("(", "[") or (nxt == "." and (text[e + 1 : e + 2].isalnum() or text[e + 1 : e + 2] == "_")):
-        return True
-    if v.lower() in _CODE_WORDS:
         return True
     if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ"):
         return True
@@ -218,7 +220,9 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str]]:
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:" + alternation(copulas) + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?"
+    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)[ \t]+[^\W\d_]{1,12}[ \t]+)?"
+               + alternation(copulas)
+               + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase
 
 
@@ -263,6 +267,8 @@ class DeclaredSecrets:
                 continue
             b = between.match(text, e)
             p = b.end()
+            if "==" in text[e : p + 1] or "!=" in text[e - 1 : p]:
+                continue  # a comparison: `if password == confirm`
             if p >= n:
                 continue
             if fam == "pin":
@@ -270,7 +276,7 @@ class DeclaredSecrets:
                 if d and not (d.end() < n and text[d.end()].isdigit()) and (p > e or text[p - 1] in " \t:："):
                     out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
                 continue
-            if fam == "passphrase" and p > e:
+            if fam == "passphrase" and text[e:p].strip():
                 self._phrase(text, p, out)
                 continue
             if fam == "username":
@@ -300,9 +306,9 @@ class DeclaredSecrets:
                 continue
             if fam == "key":
                 check = PASS if looks_random(value) and not code_value(text, vs, ve) else FAIL
-            elif code_value(text, vs, ve) or placeholder(value):
+            elif code_value(text, vs, ve, colon) or placeholder(value):
                 check = FAIL
-            elif password_like(value) or (cjk_word and (colon or _typed(value))) or (p > e and not value.isascii() and not cjk_word):
+            elif password_like(value) or (cjk_word and (colon or _typed(value))):
                 check = NONE
             else:
                 check = FAIL  # a plain word after the word: `password is required`, `password manager`
@@ -316,6 +322,11 @@ class DeclaredSecrets:
         if end <= q + 1 or "\n" in text[q + 1 : end] or "\x00" in text[q + 1 : end]:
             return
         vs, ve = q + 1, end
+        if text[q] == "\u00ab":  # « X », French spacing inside the guillemets
+            while vs < ve and text[vs] in " \u00a0\u202f":
+                vs += 1
+            while ve > vs and text[ve - 1] in " \u00a0\u202f":
+                ve -= 1
         value = text[vs:ve]
         if value[:1] in " ,;)]}" or value[-1:] == " " or placeholder(value) or (fam == "pin" and not value.strip().isdigit()):
             check = FAIL
@@ -357,7 +368,7 @@ class DeclaredSecrets:
         if not v:
             return
         vs, ve = v.start(), _trim(text, v.start(), v.end())
-        if ve - vs < 2 or code_value(text, vs, ve) or placeholder(text[vs:ve]):
+        if ve - vs < 2 or code_value(text, vs, ve, False) or placeholder(text[vs:ve]):
             return
         pair = _PAIR_SEP.match(text, ve)
         if pair and text[ve : pair.end()].strip() == "/":
@@ -396,6 +407,7 @@ def _password_after(doc: Doc, p: int) -> bool:
 
 
 # ---------------------------------------------------------------- credential pairs after an e-mail
+_EMAIL_LIKE = re.compile(r"@[A-Za-z0-9\-]+\.[A-Za-z]{2,}")
 _PORT = re.compile(r"\d{1,5}(?:[/?#]|$)")
 _AFTER_EMAIL = re.compile(r"(?:[ \t]*/[ \t]*|:)([^\s\x00\"'`,;<>()\[\]{}]{3,64})")
 
@@ -411,7 +423,7 @@ def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
             continue
         v = m.group(1)
         vs, ve = m.start(1), _trim(text, m.start(1), m.end(1))
-        if _PORT.match(v) or "@" in v or "://" in v or placeholder(text[vs:ve]):
+        if _PORT.match(v) or _EMAIL_LIKE.search(v) or "://" in v or placeholder(text[vs:ve]):
             continue  # a port (user@host:8080/db), another address
         if text[sp.end] == ":" and not password_like(text[vs:ve]):
             continue  # `a@b.example:` then a word: a label, a mail header
@@ -472,7 +484,9 @@ class ConfigSecrets:
     @staticmethod
     def _judge(text: str, key: str, m: re.Match, g: int) -> Candidate:
         vs, ve = m.span(g)
-        value = m.group(g)
+        if g == 3:
+            ve = _trim(text, vs, ve)
+        value = text[vs:ve]
         password = any(w in key for w in _PASSWORD_WORDS)
         if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip():
             check = FAIL
