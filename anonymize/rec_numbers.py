@@ -390,7 +390,7 @@ def _masked(doc: Doc, out: list[Candidate]) -> None:
             continue
         s, e = m.span()
         for kind, ctx in ((IBAN, "iban"), (CARD, "card"), (US_SSN, "ssn"), (ACCOUNT, "account")):
-            if kind == IBAN and not v[:2].isalpha():
+            if kind == IBAN and not (v[:2].upper() in IBAN_LENGTHS and v[2:4].isdigit()):
                 continue
             out.append(Candidate(s, e, kind, WEAK, NONE, ctx))
 

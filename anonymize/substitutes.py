@@ -39,6 +39,7 @@ _NAME_SEPARATORS = frozenset("-'\u2019.")
 _REDRAWS = 16  # redraws before giving up on a value that has nothing to change (no letter, no digit)
 _NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN, D.ACCOUNT}
 _MASKS = frozenset("*•#")  # a partly masked value keeps its masks (only its digits change)
+_MASKABLE = {D.CARD, D.US_SSN, D.IBAN, D.ACCOUNT}
 
 
 def _is_num_char(ch: str) -> bool:
@@ -103,8 +104,9 @@ def _rand_digits(rng: KeyedRandom, n: int) -> str:
 
 
 def _masked(orig: str, norm: str, rng: KeyedRandom) -> str:
-    """A partly masked value (`**** **** **** 4242`): its digits and letters redrawn, masks kept."""
-    return fill(orig, rng)
+    """A partly masked value (`**** **** **** 4242`, `XXXX-XXXX-4521`): its digits redrawn in
+    their script, everything else (the masks, a country code) kept."""
+    return "".join(digit_like(ch, b % 10) if ch.isdigit() else ch for ch, b in zip(orig, rng.bytes(len(orig))))
 
 
 class Substituter:
@@ -126,7 +128,7 @@ class Substituter:
             return hit
         norm = normalize(kind, orig)
         rng = self.rng(kind, norm)
-        draw = self._by_kind[kind] if _MASKS.isdisjoint(orig) else _masked
+        draw = _masked if kind in _MASKABLE and (not _MASKS.isdisjoint(orig) or "XXXX" in orig.upper()) else self._by_kind[kind]
         new = draw(orig, norm, rng)
         # Never hand back the original (a common name drawn onto itself, a phone whose random
         # digits came out the same): redraw from the same keyed stream, so the result stays
