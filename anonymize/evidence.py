@@ -146,6 +146,7 @@ _CONTEXTS = {
     "account": (40, True),
     "ssn": (32, True),
     "phone": (40, False),
+    "ip": (24, False),
 }
 
 

@@ -258,10 +258,15 @@ def _numbers(doc: Doc, out: list[Candidate]) -> None:
         raw = m.group()
         if len(raw) < 4:
             continue
+        if _not_a_value(text, s, m.end(), raw):
+            continue
         if raw[0] in "(\uff08" and raw.count(raw[0]) > raw.count(")" if raw[0] == "(" else "\uff09"):
             raw, s = raw[1:], s + 1
         kind = classify_number(raw)
         shape, check = STRONG, PASS
+        if kind == IPV4 and _ipv4_is_numbering(text, s, s + len(raw)):
+            out.append(Candidate(s, s + len(raw), IPV4, STRONG, FAIL, "ip"))  # (replaced after "IP", "host", ...)
+            continue
         if kind is None:
             kind = _short_card(doc, s, raw) or _cued_phone(doc, s, raw)
             shape, check = WEAK, NONE
@@ -277,6 +282,32 @@ def _numbers(doc: Doc, out: list[Candidate]) -> None:
         toks = _split_tokens(raw)
         if len(toks) >= 2:
             _number_pieces(raw, s, toks, out)
+
+
+_ZIP4 = re.compile(r"\d{5}-\d{4}")
+_NOT_IP_BEFORE = re.compile(r"(?i:\b(?:section|sections|sec|§|chapter|clause|step|steps|item|rule|part|paragraph|version|versions|ver|release|v|"
+                            r"rfc\s*\d+|workflow|appendix|table|figure|fig|note|notes)\.?[ \t]*)$")
+
+
+def _not_a_value(text: str, s: int, e: int, raw: str) -> bool:
+    """Digits that are part of something else: glued to a word after them (`0123456789ABCDEF`),
+    an identifier's number after a dash (`CVE-2021-44228`, `GHSA-...`, `PEP-8`), the ten digits in order
+    (`0123456789`), a US ZIP+4 code (`02110-1301`)."""
+    if e < len(text) and (text[e] in ASCII_LETTERS or text[e] == "_") and raw[-1] not in "Xx":
+        return True
+    if s >= 2 and text[s - 1] == "-" and text[s - 2] in ASCII_LETTERS and not _after_cue_word(text, s - 1):
+        return True
+    if len(raw) >= 10 and raw.startswith("0123456789") and raw.isdigit():  # the digits listed, in code
+        return True
+    return _ZIP4.fullmatch(raw) is not None
+
+
+def _ipv4_is_numbering(text: str, s: int, e: int) -> bool:
+    """A dotted quad that numbers a section or a version (`5.2.1.1.`, `section 19.6.1.2`,
+    `version 1.2.3.4`): a full stop right after it, or a numbering word before it."""
+    if e < len(text) and text[e] == "." and (e + 1 == len(text) or not text[e + 1].isdigit()):
+        return True
+    return _NOT_IP_BEFORE.search(text, max(0, s - 24), s) is not None
 
 
 _GROUPS = re.compile(r"[ \u00a0\-./()\u2010-\u2015]+")
