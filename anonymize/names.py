@@ -563,6 +563,7 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
 _CODE_TYPES = frozenset("None True False Optional Literal Any List Dict Set Tuple Union Type Callable Sequence Iterable "
                         "Mapping Iterator Generator Annotated ClassVar Final Self String Integer Boolean Object Array".split())
 _CODE_AFTER = frozenset("[(.|=<")
+_NAME_COLON = _EN_TRIGGERS["name:"][0]
 _EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
 
@@ -597,6 +598,8 @@ def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> 
             break
         keep.append(w)
     end = text.find(keep[-1], start) + len(keep[-1])
+    if len(keep) == 1 and m.re is _NAME_COLON and _written_lower(text, start, end):
+        return  # Name: Pygments (a package's metadata, which writes `pygments` too)
     out.append(Span(title_start if title_start >= 0 else start, end, PERSON))
 
 

@@ -307,6 +307,8 @@ def _ipv4_is_numbering(text: str, s: int, e: int) -> bool:
     `version 1.2.3.4`): a full stop right after it, or a numbering word before it."""
     if e < len(text) and text[e] == "." and (e + 1 == len(text) or not text[e + 1].isdigit()):
         return True
+    if s > 0 and text[s - 1] in "<>=~^!":  # a version in a requirement: py4j<0.10.9.10
+        return True
     return _NOT_IP_BEFORE.search(text, max(0, s - 24), s) is not None
 
 
