@@ -392,14 +392,19 @@ def _after_particle(words: list, k: int) -> bool:
     return k >= 2 and words[k - 1][3] is None and words[k - 1][2] in NAME_PARTICLES and words[k - 2][3] is not None
 
 
+_LOWER_WINDOW = 4000  # characters either side looked at (detection stays local)
+
+
 def _written_lower(text: str, s: int, e: int) -> bool:
     """The string holding text[s:e] writes this capitalised word in lower case too, as a whole
     word (`Field` and `field`, `Numba` and `import numba`): a term or an identifier, not a
-    person. (Only within its own string: a NUL separates the strings of a batch.)"""
+    person. (Only within 4,000 characters and its own string: a NUL separates the strings of
+    a batch.)"""
     low = text[s:e].lower()
-    a = text.rfind("\x00", 0, s) + 1
-    b = text.find("\x00", e)
-    b = len(text) if b < 0 else b
+    lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
+    a = text.rfind("\x00", lo_bound, s) + 1 or lo_bound
+    b = text.find("\x00", e, hi_bound)
+    b = hi_bound if b < 0 else b
     i = text.find(low, a, b)
     while i != -1:
         j = i + len(low)
