@@ -413,6 +413,11 @@ class Replayer:
                 self._cap_wait_since = 0
             self._send_one(i, target_ns)
 
+    @property
+    def done_order(self) -> list[int]:
+        """The indices of the requests done so far, in the order they finished (not a copy)."""
+        return self._done_q
+
     def snapshot(self) -> dict:
         return {"sent": self.sent, "total": len(self.plan), "in_flight": self.in_flight,
                 "done": self.done, "errors": self.errors, "lag_ms": self.last_lag_ms}

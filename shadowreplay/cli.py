@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "shadowreplay.anonymize.cli",  # scrub
     "shadowreplay.recorder.cli",  # record
     "shadowreplay.replayer.cli",  # replay
+    "shadowreplay.replayer.capacity_cli",  # capacity
     "shadowreplay.traces.cli",  # import, export
     "shadowreplay.analysis.cli",  # sql, analyze, compare, report
     "shadowreplay.shadow.cli",  # shadow up/down, demo
