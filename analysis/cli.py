@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_paths(a)
     a.add_argument("--slo", help="SLOs, e.g. ttft=500ms,e2e=5s,itl=50ms (each with its unit)")
     add_duration_flag(a, "--window", default=DEFAULT_WINDOW, bare="s", help=f"window of the SLO compliance (default {DEFAULT_WINDOW})")
+    a.add_argument("--assert", dest="asserts", action="append", metavar="EXPR", default=[],
+                   help="an absolute threshold the data must meet, e.g. ttft_p99<=500ms, error_rate<=1%%, goodput>=99%% "
+                        "(repeatable; grammar in docs/analysis.md); exit status 3 when one fails")
+    add_junit_option(a)
     _dataset_options(a)
     a.set_defaults(func=_cmd_analyze)
 
@@ -70,6 +74,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
     c.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates (default 1000)")
     add_warmup_option(c)
+    c.add_argument("--fail-on", dest="fail_on", action="append", metavar="EXPR", default=[],
+                   help="a regression gate on B against A: `worse` (any figure confidently worse) or a relative change, "
+                        "e.g. ttft_p99>+10%% (the lower bound of the ratio's interval above 1.10), per @client=ID or "
+                        "@model=NAME (repeatable; grammar in docs/analysis.md); exit status 3 when one fails")
+    add_junit_option(c)
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(func=_cmd_compare)
 
@@ -101,6 +110,26 @@ def _dataset_options(p: argparse.ArgumentParser) -> None:
                    help=f"exact latency percentiles in every group (default: a sketch within {100 * sketch.ALPHA:g}%% "
                         f"in groups over {sketch.EXACT_MAX:,} values; exact needs memory for every value)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_junit_option(p: argparse.ArgumentParser) -> None:
+    """--junit FILE: the gates as JUnit XML (analyze, compare, capacity)."""
+    p.add_argument("--junit", metavar="FILE", help="write the gates as JUnit XML (one testcase per gate) to FILE")
+
+
+def finish_gates(command: str, results, junit: str | None) -> None:
+    """After the output is printed: writes --junit FILE, and raises GateFailed (exit status 3)
+    when a gate did not pass. The one ending of every command with gates."""
+    from shadowreplay.errors import GateFailed
+
+    from .junit import write_junit
+
+    if junit:
+        write_junit(junit, command, results)
+    bad = [r for r in results if not r.passed]
+    if bad:
+        raise GateFailed(f"{len(bad)} of {len(results)} gate{'s' if len(results) > 1 else ''} failed: "
+                         + "; ".join(r.short() for r in bad))
 
 
 def add_warmup_option(p: argparse.ArgumentParser) -> None:
@@ -179,10 +208,23 @@ def _cmd_analyze(args) -> int:
     from .engine import open_engine
     from .units import parse_slo
 
+    from . import expr
+    from .engine import DuckDBEngine
+
     slo = parse_slo(args.slo)
+    asserts = expr.parse_all(args.asserts, flag="--assert")  # a malformed one stops here, before any data is read
+    if args.junit and not asserts:
+        raise ConfigError("--junit needs a gate (--assert EXPR)")
     eng, src, table = open_engine(args.engine, list(args.paths), args.table, args.threads, args.memory_limit, args.warmup, _spark_master(args))
     res = analyze.compute(eng, src, table, slo, args.window, exact=args.exact)
-    print(fmt.to_json(res) if args.json else analyze.render(res))
+    results = []
+    if asserts:
+        # on this DuckDB session's `lat`; under Spark, DuckDB reads the same files again
+        data = eng.con if isinstance(eng, DuckDBEngine) else list(args.paths)
+        results = expr.evaluate(data, asserts, warmup_s=args.warmup, table=table, slo=slo)
+        res["gates"] = [r.as_dict() for r in results]
+    print(fmt.to_json(res) if args.json else analyze.render(res) + (expr.render(results) if asserts else ""))
+    finish_gates("analyze", results, args.junit)
     return 0
 
 
@@ -190,11 +232,21 @@ def _cmd_compare(args) -> int:
     from . import compare, fmt
     from .units import parse_slo
 
+    from . import expr, gates
+
     if args.replicates < 100:
         raise ConfigError("--replicates must be at least 100")
+    fail_on = expr.parse_all(args.fail_on, allow_relative=True, flag="--fail-on")  # before any data is read
+    gates.check(fail_on)
+    if args.junit and not fail_on:
+        raise ConfigError("--junit needs a gate (--fail-on EXPR)")
     res = compare.compute(args.a, args.b, parse_slo(args.slo), args.bucket, aa=compare.sides_for_cli(args.a, args.b, args.aa),
-                          where=args.where, warmup_s=args.warmup, level=args.level, reps=args.replicates)
-    print(fmt.to_json(res) if args.json else compare.render(res))
+                          where=args.where, warmup_s=args.warmup, level=args.level, reps=args.replicates, gates=fail_on)
+    results = res.pop("gates")
+    if fail_on:
+        res["gates"] = [r.as_dict() for r in results]
+    print(fmt.to_json(res) if args.json else compare.render(res) + (expr.render(results) if fail_on else ""))
+    finish_gates("compare", results, args.junit)
     return 0
 
 

@@ -8,6 +8,7 @@ folders) is pooled, and its runs are resampled as wholes (analysis/stats.py)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from shadowreplay.schema import REPLAY_RESULTS, REQUESTS
 from shadowreplay.sqlfiles import identifier
 
 from . import fmt, stats
+from . import gates as gate_rules
+from .expr import Expr
 from .session import (
     choose_table, connect, find_sources, first_line, has_column_data, query, query_arrays, register_lat, register_views, scalar,
     sql_text,
@@ -36,7 +39,7 @@ SHARES = (("error rate", "failed", True), ("goodput share", "good", False))  # (
 # The lat columns compare's queries read; a side keeps these in memory, and those its --where names,
 # and `rid`, a 64-bit hash of request_id, which fidelity joins on (a string join of every request
 # of both sides costs about twice as much; two ids in ten million share a hash with odds ~1e-6).
-NEEDED = ("run", "t", "client_id", "failed", "ttft_ms", "e2e_ms", "tpot_mean_ms", "completion_tokens",
+NEEDED = ("run", "t", "client_id", "model", "failed", "ttft_ms", "e2e_ms", "tpot_mean_ms", "completion_tokens",
           "send_lag_ms")
 GROUP_FIGURES = ("TTFT P50", "TTFT P95", "TTFT P99", "E2E P50", "E2E P95", "E2E P99", "goodput share")
 
@@ -144,8 +147,8 @@ def _load(con, side: Side, params: dict[str, Any], where: str | None) -> None:
 
 
 def _group_masks(a: dict[str, np.ndarray], subset: bool):
-    """(group, key, row mask) of every group reported: the whole run, each slot, each client and
-    the --where subset, from rows at the finest grain (run, slot, client, in_subset)."""
+    """(group, key, row mask) of every group reported: the whole run, each slot, client and model,
+    and the --where subset, from rows at the finest grain (run, slot, client, model, in_subset)."""
     n = len(a["run"])
     yield "all", "", np.ones(n, dtype=bool)
     slot = a["slot"]
@@ -154,6 +157,9 @@ def _group_masks(a: dict[str, np.ndarray], subset: bool):
     client = np.asarray(a["client"], dtype=object)
     for k in sorted(set(client.tolist())):
         yield "client", k, client == k
+    model = np.asarray(a["model"], dtype=object)
+    for k in sorted(set(model.tolist())):
+        yield "model", k, model == k
     if subset:
         yield "subset", "", np.asarray(a["in_subset"], dtype=bool)
 
@@ -218,7 +224,8 @@ def _figures(sa: Side, sb: Side, reps: int, level: float, floor: dict | None, bu
             out.append(row)
         return out
 
-    return {"overall": overall, "slots": group("slot"), "clients": group("client"), "subset": group("subset")}
+    return {"overall": overall, "slots": group("slot"), "clients": group("client"), "models": group("model"),
+            "subset": group("subset")}
 
 
 def _floor_of(res: dict[str, Any]) -> dict[tuple[str, str, str], float]:
@@ -227,7 +234,7 @@ def _floor_of(res: dict[str, Any]) -> dict[tuple[str, str, str], float]:
     for r in res["overall"]:
         if r.get("ratio") is not None and r.get("verdict") is not None:
             out[("all", "", r["metric"].removesuffix(" ms"))] = r["ratio"]
-    for grp, name in (("slot", "slots"), ("client", "clients"), ("subset", "subset")):
+    for grp, name in (("slot", "slots"), ("client", "clients"), ("model", "models"), ("subset", "subset")):
         for g in res[name]:
             for lab, f in g["figures"].items():
                 if f.get("ratio") is not None:
@@ -236,7 +243,10 @@ def _floor_of(res: dict[str, Any]) -> dict[tuple[str, str, str], float]:
 
 
 def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa: tuple[str, str] | None = None,
-            where: str | None = None, warmup_s: float = 0.0, level: float = stats.LEVEL, reps: int = stats.REPLICATES) -> dict[str, Any]:
+            where: str | None = None, warmup_s: float = 0.0, level: float = stats.LEVEL, reps: int = stats.REPLICATES,
+            gates: Sequence[Expr] = ()) -> dict[str, Any]:
+    """Every figure of B against A. `gates` (compare gates: analysis/gates.py) are judged on the
+    same data; their GateResults are under "gates" (empty without)."""
     if not 0.5 <= level < 1:
         raise ConfigError("--level must be between 0.5 and 1 (e.g. 0.95)")
     con = connect(warmup_s=warmup_s)
@@ -265,6 +275,8 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
         aa_res = _figures(sides[aa[0]], sides[aa[1]], reps, level, None, bucket)
         floor = _floor_of(aa_res)
     figs = _figures(sa, sb, reps, level, floor, bucket)
+    gate_results = gate_rules.judge_all(gates, sa, sb, aa=(sides[aa[0]], sides[aa[1]]) if aa else None, reps=reps,
+                                        level=level, slo=bool(slo))
     lag = {n: _lag(s) for n, s in (("a", sa), ("b", sb)) if s.send_lag and s.send_lag["requests"]}
     con.execute(f"CREATE OR REPLACE VIEW fid_a AS SELECT * FROM {sa.schema}.lat WHERE run = 0")
     con.execute(f"CREATE OR REPLACE VIEW fid_b AS SELECT * FROM {sb.schema}.lat WHERE run = 0")
@@ -286,7 +298,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
     return {
         "a": sa.describe(), "b": sb.describe(), "aa": [sides[p].describe() for p in aa] if aa else None,
         "slo_ms": slo, "bucket_s": bucket, "warmup_s": warmup_s, "where": where, "level": level, "replicates": reps,
-        **figs, "aa_figures": aa_res, "send_lag_ms": lag, "fidelity": fidelity, "notes": notes,
+        **figs, "aa_figures": aa_res, "send_lag_ms": lag, "fidelity": fidelity, "notes": notes, "gates": gate_results,
     }  # fmt: skip
 
 

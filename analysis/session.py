@@ -175,7 +175,7 @@ def register_lat(con: duckdb.DuckDBPyConnection, src: Sources, table: str, schem
     try:
         sqlfiles.run(con, sql_text(name), context=f"cannot read {table}")  # lat_source
         sqlfiles.run(con, sql_text("lat"), context=f"cannot read {table}")
-        if con.execute("SELECT coalesce(getvariable('warmup_s'), 0) > 0").fetchone()[0]:
+        if con.execute("SELECT coalesce(getvariable('warmup_s'), 0) > 0").fetchall()[0][0]:  # fetched to the end: the connection is free
             sqlfiles.run(con, sql_text("lat_warmup"), context=f"cannot read {table}")
     except duckdb.Error as e:
         raise DatasetError(f"cannot read {table}: {first_line(e)}") from None

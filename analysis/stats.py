@@ -171,6 +171,39 @@ def share_replicates(hits: Sequence[float], totals: Sequence[float], reps: int, 
     return Replicates(float(k.sum() / n.sum()), vals, int(n.sum()))
 
 
+def _z(level: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def quantile_interval(sorted_values: np.ndarray, q: float, level: float = LEVEL) -> tuple[float, float]:
+    """A distribution-free interval of the q-quantile of sorted values: the order statistics at
+    ranks n q -/+ z sqrt(n q (1 - q)) (the binomial count below the true quantile, in its
+    normal approximation; with n >= needed(q) that count's sd is at least sqrt(MIN_TAIL / 2))."""
+    v = np.asarray(sorted_values, dtype=np.float64)
+    n = len(v)
+    if n == 0:
+        raise ValueError("no values")
+    w = _z(level) * math.sqrt(n * q * (1 - q))
+    lo = min(max(int(math.floor(n * q - w)), 0), n - 1)
+    hi = min(max(int(math.ceil(n * q + w)), 0), n - 1)
+    return float(v[lo]), float(v[hi])
+
+
+def wilson_interval(hits: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The Wilson score interval of a proportion hits / n (sound near 0 and 1, where the error
+    rate and goodput live)."""
+    if n <= 0:
+        raise ValueError("no requests")
+    z = _z(level)
+    p = hits / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (0.0 if hits == 0 else max(0.0, c - h)), (1.0 if hits == n else min(1.0, c + h))
+
+
 def needed(q: float) -> int:
     """The fewest values a q-quantile needs to be more than an extreme value."""
     return math.ceil(MIN_TAIL / min(q, 1 - q)) if 0 < q < 1 else 1

@@ -22,3 +22,10 @@ class TargetError(ShadowReplayError):
 
 class EngineNotInstalled(ShadowReplayError):
     """vLLM is not installed where the shadow needs it."""
+
+
+class GateFailed(ShadowReplayError):
+    """A gate (`compare --fail-on`, `analyze --assert`, `capacity --fail-below`) did not pass:
+    the command ran and its output names each failing gate. Distinct exit status for CI."""
+
+    exit_code = 3

@@ -8,6 +8,7 @@ SELECT
     lat_subset.run,
     epoch(t) - t0 AS rel_s,
     coalesce(client_id, '(unknown)') AS client,
+    coalesce(model, '(unknown)') AS model,
     in_subset,
     failed,
     ttft_ms,
