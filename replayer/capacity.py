@@ -9,6 +9,7 @@ request it will send) stops early. DIR/capacity.json is rewritten after every st
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -308,6 +309,7 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
     from . import schedule
     from .results import write_manifest
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per /metrics poll otherwise
     exprs = [e for e in ex.parse_all(o.slos, flag="--slo") if not e.is_bound]
     if not exprs:
         raise ConfigError("capacity needs at least one --slo figure, e.g. --slo 'ttft_p99<=250ms'")
@@ -323,6 +325,10 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
     sel = schedule.select(r.recording, schedule.Filters(r.where, r.start, r.end, r.limit), [])
     mean_rps, peak_rps = recorded_rates(sel.table)
     n_step = o.step_requests or step_requests(exprs)
+    need = step_requests(exprs)
+    if n_step < need / STEP_MARGIN:
+        raise ConfigError(f"--step-requests {n_step} is under the {math.ceil(need / STEP_MARGIN)} requests the SLOs' "
+                          f"percentiles need (stats.needed): every step would be `insufficient data`")
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
