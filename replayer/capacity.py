@@ -64,6 +64,7 @@ class Step:
     certain: bool = False
     figures: list[dict[str, Any]] = field(default_factory=list)
     gates: list[Any] = field(default_factory=list)  # analysis.expr.GateResult
+    curve: dict[str, Any] = field(default_factory=dict)  # curve_exprs() figures, for the report
     stopped_early: str | None = None
     lag_p99_ms: float | None = None
     lag_max_ms: float | None = None
@@ -77,7 +78,7 @@ class Step:
             "step": self.index, "load": self.load, "speed" if mode == "speed" else "copies": self.load,
             "rate_rps": self.rate_rps, "sent_rate_rps": self.sent_rate_rps, "requests": self.requests,
             "errors": self.errors, "pass": self.passed, "certain": self.certain, "figures": self.figures,
-            "stopped_early": self.stopped_early, "send_lag_p99_ms": self.lag_p99_ms,
+            "curve": self.curve, "stopped_early": self.stopped_early, "send_lag_p99_ms": self.lag_p99_ms,
             "send_lag_max_ms": self.lag_max_ms, "engine": self.engine, "cooldown_s": self.cooldown_s,
             "wall_s": round(self.wall_s, 2), "dataset": self.out.name,
         }
@@ -90,6 +91,23 @@ def step_requests(exprs) -> int:
 
     need = max([stats.needed(e.quantile) for e in exprs if e.quantile is not None] or [MIN_STEP_REQUESTS])
     return max(MIN_STEP_REQUESTS, math.ceil(STEP_MARGIN * need))
+
+
+def curve_exprs(exprs) -> list:
+    """Figures the report draws against load beside the SLOs: P50 and P99 of each latency an SLO
+    names, and goodput (the share meeting every SLO's bound). Written `>= 0`, so they pass and
+    add no goodput bound."""
+    from shadowreplay.analysis.expr import Expr
+
+    have = {(e.metric, e.quantile) for e in exprs if not e.scope}
+    out = []
+    for m in dict.fromkeys(e.metric for e in exprs if e.metric in ("ttft", "e2e", "itl")):
+        for q in (0.5, 0.99):
+            if (m, q) not in have:
+                out.append(Expr(m, q, ">=", 0.0, text=f"{m}_p{q * 100:g}"))
+    if ("goodput", None) not in have:
+        out.append(Expr("goodput", None, ">=", 0.0, text="goodput"))
+    return out
 
 
 # ---- early stop ----------------------------------------------------------------------------------
@@ -275,7 +293,7 @@ class Table:
         self.mode = mode
 
     def header(self) -> None:
-        figs = "  ".join(f"{c:>22}" for c in self.cols)
+        figs = "  ".join(f"{c:>30}" for c in self.cols)
         self.echo(f"{'step':>4} {('speed' if self.mode == 'speed' else 'copies'):>7} {'req/s':>8} {'reqs':>6} "
                   f"{'lag p99':>8} {'run/wait':>9}  {figs}  result")
 
@@ -286,7 +304,7 @@ class Table:
         for e, g in zip(self.exprs, s.gates):
             v = format_value(e.metric, g.observed)
             iv = "" if g.interval is None else f" [{format_value(e.metric, g.interval[0])}, {format_value(e.metric, g.interval[1])}]"
-            cells.append(f"{(v + iv)[:22]:>22}")
+            cells.append(f"{(v + iv)[:30]:>30}")
         rw = "-" if not s.engine else f"{_n(s.engine.get('running_peak'))}/{_n(s.engine.get('waiting_peak'))}"
         lag = "-" if s.lag_p99_ms is None else f"{s.lag_p99_ms:.2f}ms"
         res = ("pass" if s.passed else "FAIL") + ("" if s.certain else " (uncertain)")
@@ -414,7 +432,11 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
     step.lag_max_ms = max(lag_max) if lag_max else None
     step.rate_rps = round(sum(rates) / len(rates), 2) if rates else None
     step.sent_rate_rps = round(sum(sent_rates) / len(sent_rates), 2) if sent_rates else None
-    step.gates = ex.evaluate([str(p) for p in runs], exprs)
+    curve = curve_exprs(exprs)
+    judged = ex.evaluate([str(p) for p in runs], exprs + curve)
+    step.gates = judged[:len(exprs)]
+    step.curve = {e.text: {"observed": g.observed, "interval": list(g.interval) if g.interval else None, "n": g.n}
+                  for e, g in zip(curve, judged[len(exprs):])}
     step.engine = step_engine(runs)
     if step.stopped_early:  # broken beyond doubt, whatever the partial dataset's figures say
         step.passed, step.certain = False, True

@@ -202,6 +202,15 @@ def test_sweep_finds_the_known_capacity(tmp_path):
     a = subprocess.run([sys.executable, "-m", "shadowreplay", "analyze", str(out / best["dataset"]),
                         "--assert", "ttft_p99<=150ms"], capture_output=True, text=True, cwd=REPO)
     assert a.returncode == 0, a.stdout + a.stderr
+    # the report of the sweep's folder draws the curve: figures against load, the knee, the peak lines
+    from shadowreplay.analysis.report import build
+    from shadowreplay.analysis.svg import fmt_num
+
+    page = build([str(out)], tmp_path / "report.html").read_text()
+    cap = page[page.index("<h2>Capacity</h2>"):page.index("</section>", page.index("<h2>Capacity</h2>"))]
+    for label in ("recorded peak", "1.5x peak", "2x peak", f"knee {fmt_num(best['rate_rps'])} req/s", "ttft_p99&lt;=150ms"):
+        assert label in cap, label
+    assert cap.count("<circle") >= 2 * len(res["steps"]) - 2  # the SLO figure and P50 per step
 
 
 @pytest.mark.slow
@@ -242,6 +251,8 @@ def test_two_sweeps_against_vllm_agree(tiny_vllm, tmp_path):
                                step_requests=100, max_seconds=None, model_map=[f"prod-model={MODEL_NAME}"],
                                echo=lambda s: None) for k in range(2)]
     for res in sweeps:
+        print(json.dumps([{k: s[k] for k in ("load", "rate_rps", "pass", "figures", "send_lag_p99_ms", "engine")}
+                          for s in res["steps"]], default=str))
         assert all(s["errors"] == 0 or s["stopped_early"] for s in res["steps"]), res["steps"]
         for s in res["steps"]:
             assert s["send_lag_p99_ms"] < lag_floor_ms(floor), (s, floor.p99)
