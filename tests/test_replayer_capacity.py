@@ -144,6 +144,51 @@ def test_step_size_follows_the_percentile():
     assert step_requests(parse_all(["e2e_p95<=1s", "error_rate<=1%"])) == 120
 
 
+class _Run:
+    """What BrokenRule reads of a Replayer: per-request clocks and errors, the done order, the
+    exchanges in flight."""
+
+    def __init__(self, n: int):
+        self.sent_ns, self.first_byte_ns, self.end_ns = [0] * n, [0] * n, [0] * n
+        self.error: list = [None] * n
+        self.done_order: list[int] = []
+        self.live: dict = {}
+
+    def done(self, i: int, ttft_ms: float, error: str | None = None) -> None:
+        now = time.monotonic_ns()
+        self.sent_ns[i] = now - int(ttft_ms * 1e6) - 1
+        self.first_byte_ns[i] = self.end_ns[i] = now
+        self.error[i] = error
+        self.done_order.append(i)
+
+
+def test_a_step_stops_once_its_slo_is_broken_beyond_doubt():
+    from types import SimpleNamespace
+
+    from shadowreplay.analysis.expr import parse_all
+    from shadowreplay.replayer.capacity import BrokenRule
+
+    lead = [True] * 10 + [False] * 1000  # 1000 measured: a P99 allows 10 over the bound
+    rule = BrokenRule(parse_all(["ttft_p99<=100ms", "error_rate<=5%"]), lead, {"ttft": 100.0})
+    run = _Run(len(lead))
+    for i in range(10):
+        run.done(i, 500)  # warm-up requests never count
+    for i in range(10, 20):
+        run.done(i, 150)
+    assert rule(run) is None  # 10 over: the P99 can still pass
+    now = time.monotonic_ns()
+    run.live[20] = SimpleNamespace(idx=20, sent_ns=now - 50_000_000, first_byte_ns=0)  # not over yet
+    assert rule(run) is None
+    run.live[21] = SimpleNamespace(idx=21, sent_ns=now - 200_000_000, first_byte_ns=0)  # waiting past it
+    assert "ttft_p99<=100ms" in rule(run)
+    rule = BrokenRule(parse_all(["error_rate<=5%"]), lead, {})
+    for i in range(30, 80):
+        run.done(i, 10, "HTTP 503")
+    assert rule(run) is None  # 50 of 1000 failed: exactly 5 %
+    run.done(80, 10, "HTTP 503")
+    assert "error_rate<=5%" in rule(run)
+
+
 # ---- against an engine of known capacity ---------------------------------------------------------
 def _capacity(*args, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "shadowreplay", "capacity", *map(str, args), "--no-progress"],
