@@ -72,10 +72,11 @@ class Step:
     cooldown_s: float | None = None
     wall_s: float = 0.0
     errors: int = 0
+    interrupted: bool = False  # Ctrl-C/SIGTERM during the step: not judged, the sweep ends
 
     def as_dict(self, mode: str) -> dict[str, Any]:
         return {
-            "step": self.index, "load": self.load, "speed" if mode == "speed" else "copies": self.load,
+            "step": self.index, "load": self.load, "speed": self.load,  # the load factor, in either mode
             "rate_rps": self.rate_rps, "sent_rate_rps": self.sent_rate_rps, "requests": self.requests,
             "errors": self.errors, "pass": self.passed, "certain": self.certain, "figures": self.figures,
             "curve": self.curve, "stopped_early": self.stopped_early, "send_lag_p99_ms": self.lag_p99_ms,
@@ -364,6 +365,7 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
     notes: list[str] = []
     result: dict[str, Any] = {}
     pending = list(o.loads) if o.loads is not None else None
+    interrupted = False
     while True:
         if pending is not None:
             if len(steps) >= len(pending):
@@ -379,13 +381,22 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
         if o.max_seconds is not None and time.monotonic() - t_start + span * o.repeats + 5 > o.max_seconds:
             notes.append(f"stopped before load {x:g}: its {span:.0f} s would pass the {o.max_seconds:g} s budget")
             break
-        steps.append(_run_step(o, idx, x, load, exprs, bounds, metrics_url, out, echo))
-        table.row(steps[-1])
+        try:
+            step = _run_step(o, idx, x, load, exprs, bounds, metrics_url, out, echo)
+        except KeyboardInterrupt:  # Ctrl-C outside the replay's own handling (start-up, judging)
+            step = Step(idx, x, out / f"step-{idx:02d}", interrupted=True)
+        if step.interrupted:
+            notes.append(f"interrupted during step {idx} (load {x:g}); that step is not judged")
+            interrupted = True
+            break
+        steps.append(step)
+        table.row(step)
         result = _result(o, exprs, steps, mean_rps, peak_rps, n_step, notes)
         write_manifest(out, result, "capacity.json")
     if len(steps) >= o.max_steps and pending is None and next_load(steps, o) is not None:
         notes.append(f"--max-steps {o.max_steps} reached before the bracket closed to {o.precision:.0%}")
     result = _result(o, exprs, steps, mean_rps, peak_rps, n_step, notes)
+    result["interrupted"] = interrupted
     write_manifest(out, result, "capacity.json")
     echo(format_result(result))
     return result
@@ -417,6 +428,10 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
                        flush_interval_s=0.0, lead_in_s=0.0, speed=1.0)
         res = replay(opts, echo=lambda s: None)
         summ = res.summary
+        if res.interrupted:
+            step.interrupted = True
+            step.wall_s = time.monotonic() - t0
+            return step
         step.requests += summ.get("sent", 0) - (res.schedule or {}).get("lead_in_requests", 0)
         step.errors += summ.get("errors", 0)
         step.stopped_early = step.stopped_early or summ.get("stopped_early")

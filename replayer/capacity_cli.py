@@ -4,6 +4,7 @@ run_capacity(), the same sweep called from Python (the demo)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -116,6 +117,9 @@ def finish(o, junit: str | None = None, as_json: bool = False, echo: Callable[[s
 
     echo = echo or (lambda s: print(s, flush=True))
     result = run_sweep(o, echo=echo)
+    if result.get("interrupted"):
+        print(f"shadowreplay capacity: interrupted; the steps done are in {o.out}/capacity.json", file=sys.stderr)
+        return 130
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     headroom_gate = gates(result) if o.fail_below is not None else None
