@@ -158,7 +158,7 @@ def _group_masks(a: dict[str, np.ndarray], subset: bool):
     for k in sorted(set(client.tolist())):
         yield "client", k, client == k
     model = np.asarray(a["model"], dtype=object)
-    for k in sorted(set(model.tolist())):
+    for k in sorted(set(model.tolist()) - {None}):  # NULL unless a gate is scoped to a model
         yield "model", k, model == k
     if subset:
         yield "subset", "", np.asarray(a["in_subset"], dtype=bool)
@@ -264,6 +264,7 @@ def compute(a: str, b: str, slo: dict[str, float], bucket_s: float | None, *, aa
     span = scalar(con, f"SELECT max(epoch(t)) - min(epoch(t)) FROM {sa.schema}.lat WHERE run = 0") or 0.0
     bucket = bucket_s or _nice_bucket(span)
     params["cmp_bucket_s"] = bucket
+    params["cmp_by_model"] = any(k == "model" for g in gates for k, _ in g.scope)  # a finer grain only when asked
     for s in sides.values():
         _load(con, s, params, where)
     for s in (sa, sb):

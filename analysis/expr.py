@@ -374,44 +374,46 @@ def evaluate(path_or_dataset: str | os.PathLike | Sequence[str | os.PathLike] | 
     for e in parsed:
         if e.relative:
             raise ExprError(e.text, 0, "a compare gate (a relative change, `worse`) needs a baseline: use compare --fail-on")
-    rows = _rows(path_or_dataset, where, warmup_s, table)
-    return [judge(e, rows, parsed, level=level, slo=slo) for e in parsed if not e.is_bound]
+    scopes = {e.scope for e in parsed if not e.is_bound}
+    rows = _scoped_rows(path_or_dataset, scopes, where, warmup_s, table)
+    return [judge(e, rows[e.scope], parsed, level=level, slo=slo) for e in parsed if not e.is_bound]
 
 
-def _rows(src: Any, where: str | None, warmup_s: float, table: str | None) -> dict[str, np.ndarray]:
+def _scoped_rows(src: Any, scopes: set[tuple[tuple[str, str], ...]], where: str | None, warmup_s: float,
+                 table: str | None) -> dict[tuple[tuple[str, str], ...], dict[str, np.ndarray]]:
+    """The per-request values (gate_rows.sql) of each scope: `lat`, narrowed by --where and the
+    scope through DuckDB's relational API (the user's text is never pasted into SQL)."""
     import duckdb
 
     from .session import first_line, open_dataset, query_arrays
 
     if isinstance(src, duckdb.DuckDBPyConnection):
         con = src
+        con.complete()  # a result an earlier query left unread (a fetchone) would block the relational API
     else:
         paths = [src] if isinstance(src, (str, os.PathLike)) else list(src)
         con, _, _ = open_dataset([str(p) for p in paths], table, warmup_s=warmup_s)
-    rel = con.table("lat")
+    base = con.table("lat")
     if where:
         try:
-            rel = rel.filter(duckdb.SQLExpression(where))
+            base = base.filter(duckdb.SQLExpression(where))
         except duckdb.Error as e:
             raise ConfigError(f"--where: {first_line(e)} (a DuckDB predicate over the lat view's columns)") from None
-    rel.create_view("gate_lat", replace=True)
-    try:
-        return query_arrays(con, "gate_rows")
-    except ConfigError:
-        raise
-    except Exception as e:  # a --where naming no column fails when the rows are read
-        if where:
-            raise ConfigError(f"--where: {first_line(e)}") from None
-        raise
-
-
-def scope_mask(rows: dict[str, np.ndarray], scope: tuple[tuple[str, str], ...]) -> np.ndarray:
-    n = len(rows["failed"])
-    m = np.ones(n, dtype=bool)
-    for key, v in scope:
-        col = np.asarray(rows[SCOPES[key]], dtype=object)
-        m &= col == v
-    return m
+    out = {}
+    for scope in scopes:
+        rel = base
+        for key, value in scope:
+            rel = rel.filter(duckdb.ColumnExpression(SCOPES[key]) == duckdb.ConstantExpression(value))
+        rel.create_view("gate_lat", replace=True)
+        try:
+            out[scope] = query_arrays(con, "gate_rows")
+        except ConfigError:
+            raise
+        except Exception as e:  # a --where naming no column fails when the rows are read
+            if where:
+                raise ConfigError(f"--where: {first_line(e)}") from None
+            raise
+    return out
 
 
 def _floats(a: Any) -> np.ndarray:
@@ -442,10 +444,9 @@ COLUMN = {"ttft": "ttft_ms", "e2e": "e2e_ms", "itl": "tpot_ms"}
 
 def judge(e: Expr, rows: dict[str, np.ndarray], exprs: Sequence[Expr] = (), *, level: float = stats.LEVEL,
           slo: dict[str, float] | None = None) -> GateResult:
-    """One absolute expression on per-request rows (columns of gate_rows.sql)."""
-    m = scope_mask(rows, e.scope)
+    """One absolute expression on the per-request rows of its scope (columns of gate_rows.sql)."""
     if e.metric in LATENCY:
-        v = _floats(rows[COLUMN[e.metric]])[m]
+        v = _floats(rows[COLUMN[e.metric]])
         v = np.sort(v[~np.isnan(v)])
         n, need = len(v), stats.needed(e.quantile)
         if n < need:
@@ -453,13 +454,13 @@ def judge(e: Expr, rows: dict[str, np.ndarray], exprs: Sequence[Expr] = (), *, l
         observed = float(np.quantile(v, e.quantile))
         interval = stats.quantile_interval(v, e.quantile, level)
     else:
-        n = int(m.sum())
+        n = len(rows["failed"])
         if n < stats.MIN_TAIL:
             return _insufficient(e, n, f"{n:,} requests; a rate needs {stats.MIN_TAIL}")
         if e.metric == "error_rate":
-            k = int(np.asarray(rows["failed"], dtype=bool)[m].sum())
+            k = int(np.asarray(rows["failed"], dtype=bool).sum())
         else:
-            k = int(good_mask(rows, goodput_bounds(exprs, e.scope, slo))[m].sum())
+            k = int(good_mask(rows, goodput_bounds(exprs, e.scope, slo)).sum())
         observed = k / n
         interval = stats.wilson_interval(k, n, level)
     passed = e.holds(observed)

@@ -113,6 +113,8 @@ def judge(e: Expr, sa: Side, sb: Side, *, aa: tuple[Side, Side] | None = None, r
     est, rb = _estimate(sa, sb, grp, key, e.metric, e.quantile, reps=reps, level=level, floor=fl)
     r = GateResult(e, False, est.b, _interval(rb, level), est.ratio, est.ratio_ci, n=est.n[1], baseline=est.a)
     fig = f"{e.figure}{e.scope_text}"
+    if e.quantile is None and est.verdict != stats.TOO_FEW and est.a == 0 and est.delta_ci is not None:
+        return _from_zero(e, est, r, fig, level)
     if est.verdict == stats.TOO_FEW or est.ratio_ci is None:
         need = f"; {'P' + format(e.quantile * 100, '.6g') if e.quantile else 'a rate'} needs {est.needs or stats.MIN_TAIL:,}"
         r.outcome = INSUFFICIENT
@@ -136,6 +138,22 @@ def judge(e: Expr, sa: Side, sb: Side, *, aa: tuple[Side, Side] | None = None, r
     return r
 
 
+def _from_zero(e: Expr, est: stats.Estimate, r: GateResult, fig: str, level: float) -> GateResult:
+    """A rate that is 0 in A (no errors in the baseline): no ratio exists. Any rise from zero is
+    beyond every +X%, so `>`/`>=` fails when B's rate is above 0 beyond doubt (the interval of
+    B - A above 0); a fall below zero cannot happen, so `<`/`<=` passes."""
+    lo, hi = est.delta_ci
+    up = e.op in (">", ">=")
+    r.passed = not (up and lo > 0)
+    r.outcome, r.certain = (PASS if r.passed else FAIL), True
+    spread = f"B - A {100 * est.delta:+.3g} pts [{100 * lo:+.3g}, {100 * hi:+.3g}] ({100 * level:.4g}% CI)"
+    why = ("B's rate is above A's 0 beyond doubt: a rise beyond any relative change" if not r.passed
+           else "A's rate is 0 and B's is not above it beyond doubt" if up else "A's rate is 0: it cannot fall")
+    r.message = (f"{e.text}: {fig} B {format_value(e.metric, est.b)} vs A {format_value(e.metric, est.a)} (no ratio: A is 0): "
+                 f"{spread}: " + ("passes" if r.passed else "FAILS") + f" ({why})")
+    return r
+
+
 def _worse(e: Expr, sa: Side, sb: Side, grp: str, key: str, *, aa, reps: int, level: float, slo: bool) -> GateResult:
     figs = [(m, q) for m, q in WORSE_FIGURES if slo or m != "goodput"]
     k = len(figs)
@@ -154,7 +172,8 @@ def _worse(e: Expr, sa: Side, sb: Side, grp: str, key: str, *, aa, reps: int, le
                           "metric": m, "level": fam})
         e95, _ = _estimate(sa, sb, grp, key, m, q, reps=reps, level=level, floor=fl)
         at_level += e95.verdict == stats.WORSE
-    r = GateResult(e, not worse, n=int(sum(c["requests"].sum() for kk, c in sb.counts.items() if kk == (grp, key))),
+    c = sb.counts.get((grp, key))
+    r = GateResult(e, not worse, n=int(c["requests"].sum()) if c is not None else 0,
                    outcome=PASS if not worse else FAIL, certain=True, details=worse)
     scope = e.scope_text
     if judged == 0:

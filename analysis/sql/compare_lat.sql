@@ -2,13 +2,14 @@
 -- each request counted from its own run's first request (cmp_starts, compare_starts.sql), and
 -- whether it is in the --where subset.
 -- Reads `lat_subset`: `lat` with `in_subset`, the user's --where predicate, which compare.py
--- adds as one parsed expression. Parameters: cmp_bucket_s, slo_*_ms. ITL is the per-request mean (e2e - ttft) / (tokens - 1), as in the anomaly fold.
+-- adds as one parsed expression. Parameters: cmp_bucket_s, cmp_by_model, slo_*_ms. ITL is the per-request mean (e2e - ttft) / (tokens - 1), as in the anomaly fold.
 CREATE OR REPLACE VIEW cmp_lat AS
 SELECT
     lat_subset.run,
     epoch(t) - t0 AS rel_s,
     coalesce(client_id, '(unknown)') AS client,
-    coalesce(model, '(unknown)') AS model,
+    -- per model only when a gate asks (compare.py sets cmp_by_model): the finer grain costs time
+    CASE WHEN coalesce(getvariable('cmp_by_model'), false) THEN coalesce(model, '(unknown)') END AS model,
     in_subset,
     failed,
     ttft_ms,
