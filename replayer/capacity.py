@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from shadowreplay.errors import ConfigError
+from shadowreplay.errors import ConfigError, ShadowReplayError
 
 from .load import Load, recorded_rates, scale
 from .replay import ReplayOptions, replay
@@ -448,7 +448,10 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
     step.rate_rps = round(sum(rates) / len(rates), 2) if rates else None
     step.sent_rate_rps = round(sum(sent_rates) / len(sent_rates), 2) if sent_rates else None
     curve = curve_exprs(exprs)
-    judged = ex.evaluate([str(p) for p in runs], exprs + curve)
+    try:
+        judged = ex.evaluate([str(p) for p in runs], exprs + curve)
+    except ShadowReplayError as e:  # e.g. a step stopped before any request finished: no rows
+        judged = [ex.GateResult(x, False, outcome=ex.INSUFFICIENT, message=f"{x.text}: {e}") for x in exprs + curve]
     step.gates = judged[:len(exprs)]
     step.curve = {e.text: {"observed": g.observed, "interval": list(g.interval) if g.interval else None, "n": g.n}
                   for e, g in zip(curve, judged[len(exprs):])}
