@@ -273,6 +273,25 @@ def test_sweep_of_a_60s_recording_takes_under_10_minutes(tmp_path):
     assert took < 600
 
 
+def test_repeats_pool_their_runs_and_overlay_multiplies_the_rate(tmp_path):
+    rec = write_steady(tmp_path / "rec", 30, 15)
+    out = tmp_path / "cap"
+    with StandIn(slots=4, service_ms=40) as engine:
+        p = _capacity(rec, "--target", engine.url, "--slo", "e2e_p95<=1s", "--out", out, "--mode", "overlay",
+                      "--loads", "0.5,2", "--repeats", "2", "--step-requests", "120", "--json")
+    assert p.returncode == 0, p.stderr
+    res = json.loads((out / "capacity.json").read_text())
+    assert res["mode"] == "overlay" and [s["load"] for s in res["steps"]] == [0.5, 2.0]
+    for s in res["steps"]:
+        assert (out / s["dataset"] / "run-01" / "replay_results").is_dir() and (out / s["dataset"] / "run-02").is_dir()
+        assert s["figures"][0]["n"] >= 2 * 120  # both runs' measured requests judged together
+        assert s["pass"] and s["cooldown_s"] is not None
+    half, double = res["steps"]
+    assert double["rate_rps"] / half["rate_rps"] == pytest.approx(4, rel=0.2)
+    assert res["max_speed"] == 2.0 and res["interval"]["speed"][1] is None  # nothing failed: open above
+    assert json.loads(p.stdout[p.stdout.index("{"):])["max_speed"] == 2.0
+
+
 def test_ctrl_c_ends_the_sweep_with_the_steps_done(tmp_path):
     import signal
 
