@@ -349,6 +349,9 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
         raise ConfigError(f"--step-requests {n_step} is under the {math.ceil(need / STEP_MARGIN)} requests the SLOs' "
                           f"percentiles need (stats.needed): every step would be `insufficient data`")
     out = Path(o.out)
+    if (out / "capacity.json").exists() or any(out.glob("step-*")):
+        raise ConfigError(f"{out} already holds a capacity sweep (its steps would pool with the new ones): "
+                          "give a new --out folder")
     out.mkdir(parents=True, exist_ok=True)
     tag = uuid.uuid4().hex[:8]
     metrics_url = None if r.no_metrics else (r.metrics_url or r.target.rstrip("/") + "/metrics")

@@ -326,6 +326,9 @@ def test_capacity_user_errors_are_one_line(tmp_path):
     p = _capacity(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "o",
                   "--mode", "overlay", "--no-cache-salt", timeout=60)
     assert p.returncode == 2 and "cache_salt" in p.stderr
+    (tmp_path / "old" / "step-01").mkdir(parents=True)
+    p = _capacity(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "old", timeout=60)
+    assert p.returncode == 2 and "already holds a capacity sweep" in p.stderr
 
 
 # ---- against real vLLM -----------------------------------------------------------------------------
