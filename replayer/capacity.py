@@ -50,6 +50,7 @@ class CapacityOptions:
     early_stop: bool = True
     cache_salt: bool = True
     fail_below: float | None = None
+    shards: int | None = None  # every step sent by N local shard processes (no early stop)
 
 
 @dataclass
@@ -343,6 +344,9 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
     r = o.replay
     sel = schedule.select(r.recording, schedule.Filters(r.where, r.start, r.end, r.limit), [])
     mean_rps, peak_rps = recorded_rates(sel.table)
+    window = (sel.start.isoformat(), sel.end.isoformat())  # what every shard selects (--start/--end resolved)
+    if o.shards is not None and o.shards < 1:
+        raise ConfigError("--shards must be at least 1")
     n_step = o.step_requests or step_requests(exprs)
     need = step_requests(exprs)
     if n_step < need / STEP_MARGIN:
@@ -385,7 +389,7 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
             notes.append(f"stopped before load {x:g}: its {span:.0f} s would pass the {o.max_seconds:g} s budget")
             break
         try:
-            step = _run_step(o, idx, x, load, exprs, bounds, metrics_url, out, echo)
+            step = _run_step(o, idx, x, load, exprs, bounds, metrics_url, out, echo, window)
         except KeyboardInterrupt:  # Ctrl-C outside the replay's own handling (start-up, judging)
             step = Step(idx, x, out / f"step-{idx:02d}", interrupted=True)
         if step.interrupted:
@@ -406,7 +410,7 @@ def run_sweep(o: CapacityOptions, echo: Callable[[str], None] = print) -> dict[s
 
 
 def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds, metrics_url, out: Path,
-              echo) -> Step:
+              echo, window: tuple[str, str]) -> Step:
     from shadowreplay.analysis import expr as ex
 
     d = out / f"step-{idx:02d}"
@@ -427,15 +431,18 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
                 rule = holder["rule"] = BrokenRule(exprs, rep.plan.lead_in, bounds)
             return rule(rep)
 
-        opts = replace(o.replay, out=str(rd), load=ld, stop_check=stop if o.early_stop else None, dry_run=False,
-                       flush_interval_s=0.0, lead_in_s=0.0, speed=1.0)
-        res = replay(opts, echo=lambda s: None)
-        summ = res.summary
-        if res.interrupted:
+        opts = replace(o.replay, out=str(rd), load=ld, stop_check=stop if o.early_stop and not o.shards else None,
+                       dry_run=False, flush_interval_s=0.0, lead_in_s=0.0, speed=1.0)
+        if o.shards:
+            summ, lead_in, interrupted = _sharded_run(opts, ld, o.shards, window)
+        else:
+            res = replay(opts, echo=lambda s: None)
+            summ, lead_in, interrupted = res.summary, (res.schedule or {}).get("lead_in_requests", 0), res.interrupted
+        if interrupted:
             step.interrupted = True
             step.wall_s = time.monotonic() - t0
             return step
-        step.requests += summ.get("sent", 0) - (res.schedule or {}).get("lead_in_requests", 0)
+        step.requests += summ.get("sent", 0) - lead_in
         step.errors += summ.get("errors", 0)
         step.stopped_early = step.stopped_early or summ.get("stopped_early")
         if summ.get("lag_p99_ms") is not None:
@@ -472,6 +479,53 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
     return step
 
 
+SHARD_LEAD_S = 8.0  # the shards' common start is this far ahead (start-up, selection, warm-up)
+
+
+def _sharded_run(opts: ReplayOptions, load: Load, n: int, window: tuple[str, str]) -> tuple[dict, int, bool]:
+    """One run of a step as n shard processes (replayer/capacity_shard.py) with a common start;
+    their manifests' summaries combined: (summary, lead-in requests, interrupted)."""
+    import json
+    import subprocess
+    import sys
+
+    from .capacity_shard import spec
+    from .shard import iso_ns, read_manifests
+
+    base = spec(opts, load) | {"start": window[0], "end": window[1]}
+    start_at = iso_ns(time.time_ns() + int(SHARD_LEAD_S * 1e9))
+    procs = [subprocess.Popen([sys.executable, "-m", "shadowreplay.replayer.capacity_shard",
+                               json.dumps(base | {"shard": f"{k}/{n}", "start_at": start_at})])
+             for k in range(n)]
+    try:
+        rcs = [p.wait() for p in procs]
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(2)
+        for p in procs:
+            p.wait()
+        return {}, 0, True
+    if any(rc not in (0, 130) for rc in rcs):
+        raise ShadowReplayError(f"a shard of {opts.out} failed (exit statuses {rcs}); see its output above")
+    ms = read_manifests(opts.out)
+    sums = [m.get("summary") or {} for m in ms]
+    lead = sum((m.get("schedule") or {}).get("lead_in_requests", 0) for m in ms)
+
+    def total(k: str):
+        vals = [x.get(k) for x in sums if x.get(k) is not None]
+        return sum(vals) if vals else None
+
+    def worst(k: str):
+        vals = [x.get(k) for x in sums if x.get(k) is not None]
+        return max(vals) if vals else None
+
+    summ = {"sent": total("sent") or 0, "errors": total("errors") or 0, "lag_p99_ms": worst("lag_p99_ms"),
+            "lag_max_ms": worst("lag_max_ms"), "scheduled_rate_per_s": total("scheduled_rate_per_s"),
+            "achieved_rate_per_s": total("achieved_rate_per_s")}
+    return summ, lead, any(rc == 130 for rc in rcs)
+
+
 def _result(o: CapacityOptions, exprs, steps: list[Step], mean_rps, peak_rps, n_step: int, notes: list[str]) -> dict[str, Any]:
     best, (lo, hi) = knee(steps)
     max_rate = best.rate_rps if best is not None else None
@@ -495,6 +549,7 @@ def _result(o: CapacityOptions, exprs, steps: list[Step], mean_rps, peak_rps, n_
         "step_requests": n_step,
         "warmup": o.warmup,
         "repeats": o.repeats,
+        "shards": o.shards,
         "max_speed": best.load if best is not None else None,
         "max_rate_rps": max_rate,
         "recorded_rate_rps": round(mean_rps, 3) if mean_rps else None,

@@ -80,6 +80,9 @@ def register(subparsers) -> None:
                    help="run every step to its end, even when its SLO is already broken beyond doubt")
     p.add_argument("--no-cache-salt", dest="cache_salt", action="store_false",
                    help="do not set cache_salt in request bodies (speed mode only; for targets that refuse it)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="send every step from N local shard processes, each scaling the recording alike and sending "
+                        "its share (for loads past one sender; no early stop; docs/capacity.md)")
     p.add_argument("--fail-below", type=float, metavar="FACTOR",
                    help="exit 3 when the headroom (knee rate over the recorded peak rate) is under FACTOR, e.g. 1.5")
     p.add_argument("--junit", metavar="FILE", help="write the SLOs at the knee and the headroom gate as JUnit XML")
@@ -102,7 +105,7 @@ def run(args) -> int:
         loads=args.loads, start=args.start_load, min_load=args.min_load, max_load=args.max_load,
         precision=args.precision, max_steps=args.max_steps, repeats=args.repeats, step_requests=args.step_requests,
         warmup=args.warmup, cooldown_s=args.cooldown, max_seconds=args.max_duration, early_stop=args.early_stop,
-        cache_salt=args.cache_salt, fail_below=args.fail_below,
+        cache_salt=args.cache_salt, fail_below=args.fail_below, shards=args.shards,
     )
     return finish(o, args.junit, args.json)
 
