@@ -49,6 +49,8 @@ def build(paths: list[str], out: Path, *, table: str | None = None, slo: dict[st
     params = params or AnomalyParams(period_s=None, bucket_s=None)  # type: ignore[arg-type]
     period_s = period_s or params.period_s
     bucket_s = bucket_s or params.bucket_s
+    title = title or f"shadowreplay report: {', '.join(paths)}"
+    paths, capacity_sections = _capacity(paths)
     con, src, tbl = open_dataset(paths, table)
     summ = analyze.compute(con, src, tbl, slo or {}, 5.0, keep=KEEP)
     notes = list(summ["notes"])
@@ -93,13 +95,33 @@ def build(paths: list[str], out: Path, *, table: str | None = None, slo: dict[st
             pair.append(_card("Batch size vs latency", "", '<p class="muted">No engine_metrics in this dataset: batch size unknown. Replays record them with the metrics sampler.</p>'))
         sections.append('<div class="pair">' + "".join(pair) + "</div>")
     sections.insert(0, _anomaly_section(an))
+    sections[:0] = capacity_sections
     sections.append(_clients_section(summ))
-    page = _page(title or f"shadowreplay report: {', '.join(paths)}", summ, an, sections, notes, src.describe())
+    page = _page(title, summ, an, sections, notes, src.describe())
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(out)
     return out
+
+
+def _capacity(paths: list[str]) -> tuple[list[str], list[str]]:
+    """A capacity sweep's folder (capacity.json) gives the report its curve, and the rest of the
+    report describes its knee step; other paths are kept as they are."""
+    from . import capacity_report
+
+    data, sections = [], []
+    for p in paths:
+        cap = capacity_report.read(p)
+        if cap is None:
+            data.append(p)
+            continue
+        sections.append(capacity_report.section(cap))
+        step = capacity_report.knee_dataset(p, cap)
+        if step is None:
+            raise ConfigError(f"{p}: the capacity sweep has no steps yet")
+        data.append(step)
+    return data, sections
 
 
 def _heatmap(con, an, period, bucket) -> str:

@@ -26,7 +26,10 @@ def collect(src: Sources) -> dict[str, Any] | None:
     by: set[str] = set()
     for root in src.roots.get(REQUESTS, []):
         for path in parquet_files(root, REQUESTS):
-            md = read_parquet_metadata(path)
+            try:
+                md = read_parquet_metadata(path)
+            except (OSError, ValueError):  # unreadable: refused or skipped (--skip-bad-files) by the dataset check
+                continue
             kv = md.metadata or {}
             try:
                 rate = float(kv.get(RATE_KEY, b"1"))

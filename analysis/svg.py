@@ -201,3 +201,75 @@ def _svg_open(w, h) -> str:
 
 def _empty(w, h, msg) -> str:
     return f'{_svg_open(w, h)}<text x="{w / 2}" y="{h / 2}" text-anchor="middle" font-size="13" fill="#8a94a6" {FONT}>{esc(msg)}</text></svg>'
+
+
+def load_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float | None, tuple[float, float] | None]]]],
+    *,
+    vlines: Sequence[tuple[str, float, str]] = (),
+    band: tuple[float, float] | None = None,
+    hlines: Sequence[tuple[str, float]] = (),
+    x_title: str = "requests/s",
+    y_title: str = "",
+    y_fmt=None,
+    width: int = 960,
+    height: int = 320,
+) -> str:
+    """Figures against load: per series, points (x, value, 95 % interval or None) joined by a line
+    with interval whiskers; labelled vertical lines (label, x, dash pattern or ""), a shaded x band
+    and labelled horizontal lines (e.g. an SLO's threshold)."""
+    ml, mr, mt, mb = 64, 20, 30, 44
+    pw, ph = width - ml - mr, height - mt - mb
+    xs = [x for _, pts in series for x, _, _ in pts] + [x for _, x, _ in vlines] + (list(band) if band else [])
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    ys = [v for _, pts in series for _, v, ci in pts for v in ([v] + (list(ci) if ci else [])) if v is not None and math.isfinite(v)]
+    ys += [v for _, v in hlines if math.isfinite(v)]
+    if not xs or not ys:
+        return _empty(width, height, "no steps with figures")
+    x1 = max(xs) * 1.05
+    yhi = max(ys) * 1.08 or 1.0
+    ticks = nice_ticks(0.0, yhi)
+    yhi = max(yhi, ticks[-1] if ticks else yhi)
+    fy = y_fmt or fmt_num
+
+    def X(x):
+        return ml + x / x1 * pw
+
+    def Y(y):
+        return mt + ph - y / yhi * ph
+
+    parts = [_svg_open(width, height)]
+    if band and band[0] is not None and band[1] is not None:
+        parts.append(f'<rect x="{X(band[0]):.1f}" y="{mt}" width="{max(X(band[1]) - X(band[0]), 1):.1f}" height="{ph}" '
+                     f'fill="#54a24b" opacity="0.13"><title>knee interval: {fmt_num(band[0])} to {fmt_num(band[1])} req/s</title></rect>')
+    for t in ticks:
+        parts.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(t):.1f}" y2="{Y(t):.1f}" stroke="#e6e9ef"/>')
+        parts.append(f'<text x="{ml - 6}" y="{Y(t) + 4:.1f}" text-anchor="end" font-size="11" fill="#5b6576" {FONT}>{esc(fy(t))}</text>')
+    for t in nice_ticks(0.0, x1, 6):
+        parts.append(f'<text x="{X(t):.1f}" y="{mt + ph + 18}" text-anchor="middle" font-size="11" fill="#5b6576" {FONT}>{fmt_num(t)}</text>')
+    for name, v in hlines:
+        parts.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#c2410c" stroke-dasharray="6 3"/>'
+                     f'<text x="{ml + pw - 4}" y="{Y(v) - 4:.1f}" text-anchor="end" font-size="11" fill="#c2410c" {FONT}>{esc(name)}</text>')
+    for k, (name, x, dash) in enumerate(vlines):
+        if x is None or not math.isfinite(x):
+            continue
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        parts.append(f'<line x1="{X(x):.1f}" x2="{X(x):.1f}" y1="{mt}" y2="{mt + ph}" stroke="#374151"{d}/>'
+                     f'<text x="{X(x) + 3:.1f}" y="{mt - 6 - 10 * (k % 2)}" font-size="10.5" fill="#374151" {FONT}>{esc(name)}</text>')
+    for i, (name, pts) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        pts = sorted((p for p in pts if p[0] is not None), key=lambda p: p[0])
+        line = [f"{X(x):.1f},{Y(v):.1f}" for x, v, _ in pts if v is not None and math.isfinite(v)]
+        if len(line) > 1:
+            parts.append(f'<polyline points="{" ".join(line)}" fill="none" stroke="{color}" stroke-width="1.6"/>')
+        for x, v, ci in pts:
+            if ci is not None:
+                parts.append(f'<line x1="{X(x):.1f}" x2="{X(x):.1f}" y1="{Y(min(ci[1], yhi)):.1f}" y2="{Y(ci[0]):.1f}" stroke="{color}" stroke-width="1"/>')
+            if v is not None and math.isfinite(v):
+                tip = f"{name} at {fmt_num(x)} req/s: {fy(v)}" + (f" [{fy(ci[0])}, {fy(ci[1])}]" if ci else "")
+                parts.append(f'<circle cx="{X(x):.1f}" cy="{Y(v):.1f}" r="3" fill="{color}"><title>{esc(tip)}</title></circle>')
+    parts.append(f'<text x="{ml + pw / 2}" y="{height - 6}" text-anchor="middle" font-size="11" fill="#5b6576" {FONT}>{esc(x_title)}</text>')
+    parts.append(f'<text transform="translate(14,{mt + ph / 2}) rotate(-90)" text-anchor="middle" font-size="11" fill="#5b6576" {FONT}>{esc(y_title)}</text>')
+    parts.append(_legend([n for n, _ in series], ml + 8, mt + 4))
+    parts.append("</svg>")
+    return "".join(parts)

@@ -20,6 +20,7 @@ from shadowreplay.storage import location
 
 from . import client, damaged, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
+from .load import Load, scale
 from .plan import build_plan
 from .shape import shape_prompts
 from .results import write_manifest
@@ -70,6 +71,8 @@ class ReplayOptions:
     progress_json: bool = False  # progress as JSON lines on stdout (a shard run by `replay --shards N`)
     skip_bad_files: bool = False  # leave out the recording's unreadable files (shadowreplay/readpolicy.py)
     include_damaged: bool = False  # also send the rows the recorder marked damaged (replayer/damaged.py)
+    load: Load | None = None  # a scaled load (replayer/load.py, `capacity`) instead of --speed
+    stop_check: Callable | None = None  # RunConfig.stop_check: a reason ends the run early
 
 
 @dataclass
@@ -122,18 +125,24 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
         sel = schedule.select(o.recording, schedule.Filters(o.where, o.start, o.end, o.limit, o.lead_in_s, o.include_damaged),
                               [r.predicate for r in routes])
     body_opts = BodyOptions(body_opts.model_map, body_opts.ignore_eos, shape_prompts(sel.table, o.tokenizer))  # whole selection: shards agree
-    offs = schedule.offsets_ns(sel.table, o.speed)
-    table, positions = sel.table, range(sel.table.num_rows)
+    if o.load is not None:  # capacity: the step's scaled load, its warm-up marked lead_in
+        scaled = scale(sel.table, o.load)
+        table, offs, lead = scaled.table, scaled.offsets_ns, scaled.lead_in
+    else:
+        table, offs = sel.table, schedule.offsets_ns(sel.table, o.speed)
+        lead = [i < sel.lead_in_rows for i in range(table.num_rows)]
+    positions = range(table.num_rows)
+    all_rows = table.num_rows
     if sh is not None:  # the one schedule, then this shard's share of it (offsets unchanged)
         positions = sh.indices(table.num_rows)
         table, offs = table.take(list(positions)), [offs[i] for i in positions]
     plan = build_plan(table, offs, target, routes, body_opts, extra_headers)
-    plan.lead_in = [i < sel.lead_in_rows for i in positions]
+    plan.lead_in = [lead[i] for i in positions]
     sched = schedule.summary(table, offs)
     sched["lead_in_requests"] = sum(plan.lead_in)
     sched["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
     if sh is not None:
-        sched["requests_all_shards"] = sel.table.num_rows
+        sched["requests_all_shards"] = all_rows
         if not len(plan):
             echo(f"note: shard {sh} has no requests (the selection has {sel.table.num_rows})")
     if o.lead_in_s and not sel.lead_in_rows:
@@ -197,6 +206,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         "filters": {"where": o.where, "start": o.start, "end": o.end, "limit": o.limit,
                     "start_resolved": sel.start.isoformat(), "end_resolved": sel.end.isoformat()},
         "speed": o.speed,
+        "load": None if o.load is None else {"factor": o.load.factor, "mode": o.load.mode, "requests": o.load.requests,
+                                             "warmup": o.load.warmup, "cache_salt": o.load.salt is not None},
         "lead_in_s": o.lead_in_s,
         "targets": [t.url for t in plan.targets],
         "routes": [{"predicate": plan.route_names[i], "target": plan.targets[i].url} for i in range(1, len(plan.targets))],
@@ -234,7 +245,7 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
                                    drain_s=o.drain_s, progress=o.progress,
                                    warm_connections=o.warm_connections, gc_off=o.gc_off,
                                    idle_expiry_s=o.keepalive_expiry_s, start_wall_ns=start_at,
-                                   progress_json=o.progress_json), sink=sink)
+                                   progress_json=o.progress_json, stop_check=o.stop_check), sink=sink)
     try:
         if o.flush_interval_s > 0:
             await sink.open()
@@ -253,6 +264,8 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
     summ["errors_by_kind"] = results.error_kinds(outcome.error)
     summ["resent"] = outcome.resent
     summ["damaged_included" if o.include_damaged else "damaged_left_out"] = sel.damaged
+    if outcome.stopped:
+        summ["stopped_early"] = outcome.stopped
     manifest["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat()
     manifest["rows_flushed"] = rows_flushed
     manifest["summary"] = summ

@@ -14,6 +14,7 @@ import heapq
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shadowreplay.errors import ConfigError
@@ -42,6 +43,7 @@ ROWS_TICK_S = 0.2  # how often done requests' rows are handed to the sink
 ROWS_CHUNK = 32  # rows built and handed over per loop iteration (~50 µs on the 2-core VM)
 ROWS_GAP_NS = 300_000  # ... only when the next send is at least this far away
 ROWS_MARGIN_NS = 150_000  # ... and only until this long before it
+STOP_CHECK_S = 0.5  # how often RunConfig.stop_check is asked whether to end the run early
 
 
 def warm_size(offsets_ns: list[int], durations_ns: list[int | None] | None = None, window_ns: int = WARM_WINDOW_NS,
@@ -97,6 +99,9 @@ class RunConfig:
     # instant, converted once to CLOCK_MONOTONIC. None: START_LEAD_NS after the pool is warm.
     start_wall_ns: int | None = None
     progress_json: bool = False  # progress as JSON lines on stdout (a shard under `replay --shards N`)
+    # Asked every STOP_CHECK_S with the Replayer: a reason (str) ends the run early, as if
+    # interrupted, but every request in flight is given up at once (`capacity`: an SLO already broken).
+    stop_check: Callable[["Replayer"], str | None] | None = None
 
 
 @dataclass
@@ -118,6 +123,7 @@ class RunOutcome:
     resent: int = 0  # requests sent again because the target closed their idle connection unanswered
     notes: list[str] = field(default_factory=list)
     fixed_wall_ns: int = 0  # the wall clock when the start instant was fixed
+    stopped: str | None = None  # why RunConfig.stop_check ended the run early
 
 
 class Replayer:
@@ -159,6 +165,7 @@ class Replayer:
         self._idle = asyncio.Event()
         self.interrupted = False
         self.interrupted_by: str | None = None  # SIGINT or SIGTERM
+        self.stopped: str | None = None  # RunConfig.stop_check's reason
         self._sigints = 0
         self._fired_ns: dict[int, int] = {}  # requests waiting for a new connection: when fired
         self.cap_waits: list[tuple[int, int]] = []  # (start, end) of each wait for a free slot
@@ -406,6 +413,11 @@ class Replayer:
                 self._cap_wait_since = 0
             self._send_one(i, target_ns)
 
+    @property
+    def done_order(self) -> list[int]:
+        """The indices of the requests done so far, in the order they finished (not a copy)."""
+        return self._done_q
+
     def snapshot(self) -> dict:
         return {"sent": self.sent, "total": len(self.plan), "in_flight": self.in_flight,
                 "done": self.done, "errors": self.errors, "lag_ms": self.last_lag_ms}
@@ -490,11 +502,12 @@ class Replayer:
             pass  # not the main thread: Ctrl-C handling is the caller's business
         progress.start()
         reaper = loop.create_task(self._reaper())
+        watcher = loop.create_task(self._watch(sender)) if self.cfg.stop_check is not None else None
         try:
             try:
                 await sender
             except asyncio.CancelledError:
-                if not self.interrupted:
+                if not (self.interrupted or self.stopped):
                     raise
             finally:
                 self._sending = False
@@ -502,17 +515,21 @@ class Replayer:
                     gc.unfreeze()
                     if gc_was_on:
                         gc.enable()
-            grace = self.cfg.drain_s if self.interrupted else self.cfg.timeout_s + 5
-            try:
-                await asyncio.wait_for(self._idle.wait(), grace)
-            except asyncio.TimeoutError:
-                pass
-            self._abort_all("interrupted: no response within the drain time" if self.interrupted
+            grace = 0 if self.stopped else self.cfg.drain_s if self.interrupted else self.cfg.timeout_s + 5
+            if grace:
+                try:
+                    await asyncio.wait_for(self._idle.wait(), grace)
+                except asyncio.TimeoutError:
+                    pass
+            self._abort_all(f"stopped early: {self.stopped}" if self.stopped
+                            else "interrupted: no response within the drain time" if self.interrupted
                             else "no response when the replay ended")
             if self.live_grpc:
                 await asyncio.gather(*self.live_grpc.values(), return_exceptions=True)
         finally:
             reaper.cancel()
+            if watcher is not None:
+                watcher.cancel()
             if self._rows_timer is not None:
                 self._rows_timer.cancel()
             progress.stop()
@@ -531,7 +548,23 @@ class Replayer:
         return RunOutcome(start_ns, wall_minus_mono, self.sent_ns, self.cap_delay_ns, self.first_byte_ns,
                           self.end_ns, self.status, self.error, self.token_ns, self.usage,
                           interrupted=self.interrupted, interrupted_by=self.interrupted_by, sent=self.sent, errors=self.errors,
-                          resent=sum(p.resent for p in self.pools.values()), fixed_wall_ns=fixed_wall)
+                          resent=sum(p.resent for p in self.pools.values()), fixed_wall_ns=fixed_wall,
+                          stopped=self.stopped)
+
+    async def _watch(self, sender: asyncio.Task) -> None:
+        """Ends the run when RunConfig.stop_check gives a reason: stops sending, or, once every
+        request is sent, gives up the ones still in flight."""
+        check = self.cfg.stop_check
+        while True:
+            await asyncio.sleep(STOP_CHECK_S)
+            why = check(self)
+            if why:
+                self.stopped = why
+                if not sender.done():
+                    sender.cancel()
+                else:
+                    self._abort_all(f"stopped early: {why}")
+                return
 
     def _cap_delay(self, i: int, sent: int) -> int:
         """cap_delay of a request = time the sender spent waiting for a free slot between the

@@ -29,7 +29,7 @@ REQUIRED = ("request_id", "ts_start", "path", "request_body")
 OPTIONAL = (
     "method", "scheme", "host", "port", "protocol", "kind", "client_id", "model", "stream",
     "prompt_chars", "completion_tokens", "request_headers", "grpc_service", "grpc_method",
-    "grpc_messages", "e2e_ms", "prompt_tokens", "hash_ids", "hash_block_chars",
+    "grpc_messages", "e2e_ms", "prompt_tokens", "hash_ids", "hash_block_chars", "prefix_hash",
 )
 
 @dataclass(frozen=True)

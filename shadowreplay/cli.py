@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "shadowreplay.anonymize.cli",  # scrub
     "shadowreplay.recorder.cli",  # record
     "shadowreplay.replayer.cli",  # replay
+    "shadowreplay.replayer.capacity_cli",  # capacity
     "shadowreplay.traces.cli",  # import, export
     "shadowreplay.analysis.cli",  # sql, analyze, compare, report
     "shadowreplay.shadow.cli",  # shadow up/down, demo
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands that read datasets: each takes --skip-bad-files (shadowreplay/readpolicy.py).
-READING_COMMANDS = ("sql", "analyze", "analyze anomalies", "compare", "report", "replay", "export")
+READING_COMMANDS = ("sql", "analyze", "analyze anomalies", "compare", "report", "replay", "capacity", "export")
 
 
 # Commands of two words (`analyze anomalies`): registered as one name with a space, so each has

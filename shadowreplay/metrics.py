@@ -147,8 +147,11 @@ class SamplerProcess:
 
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "shadowreplay.metrics", self.url, str(self.out_dir), "--interval", str(self.interval_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
+        # Returns once the child has imported its modules and started sampling (its one line), so
+        # its start-up (a second of CPU on a small machine) is over before the caller's sends begin.
+        self.proc.stdout.readline()
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -184,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     sampler = MetricsSampler(args.url, args.out_dir, args.interval).start()
+    print("sampling", flush=True)  # SamplerProcess.start() waits for this line
     sys.stdin.buffer.read()  # until the parent closes the pipe (or dies)
     sampler.stop()
     return 0

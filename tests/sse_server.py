@@ -8,6 +8,10 @@ Real sockets on 127.0.0.1, asyncio, keep-alive, chunked SSE. Routes:
   GET  with Upgrade: websocket                  101, then a close frame
   anything else: 404 JSON
 
+An engine of known capacity (`slots=N, service_ms=S`): N requests are served at a time, each
+holding its slot for S ms before its tokens stream; the rest queue (vllm:num_requests_waiting),
+so the server completes at most N / S requests per millisecond.
+
 Per-request controls (headers):
   x-test-ttft-ms, x-test-itl-ms   delays before the first token / between tokens
   x-test-hold: 1                  after the first token, wait until `release()` is called
@@ -47,12 +51,15 @@ class ServerConfig:
     itl_ms: float = 0.0
     default_max_tokens: int = 16
     record: bool = True
+    slots: int = 0  # > 0: at most this many requests served at once, the rest wait
+    service_ms: float = 0.0  # with slots: how long a request holds its slot before its tokens
 
 
 @dataclass
 class _State:
     requests: list[Received] = field(default_factory=list)
     running: int = 0
+    waiting: int = 0
     served: int = 0
 
 
@@ -79,6 +86,7 @@ class _Handler:
     def __init__(self, cfg: ServerConfig, state: _State, hold: asyncio.Event) -> None:
         self.cfg = cfg
         self.state = state
+        self._slots: asyncio.Semaphore | None = None
         self.hold = hold
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -131,7 +139,7 @@ class _Handler:
                 "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\n"
                 f'vllm:num_requests_running{{model_name="fake"}} {self.state.running}\n'
                 "# TYPE vllm:num_requests_waiting gauge\n"
-                'vllm:num_requests_waiting{model_name="fake"} 0\n'
+                f'vllm:num_requests_waiting{{model_name="fake"}} {self.state.waiting}\n'
                 "# TYPE vllm:request_success_total counter\n"
                 f'vllm:request_success_total{{model_name="fake"}} {self.state.served}\n'
             )
@@ -174,6 +182,8 @@ class _Handler:
         }
         model = req.get("model", "fake")
         rid = f"cmpl-{self.state.served}"
+        if self.cfg.slots:
+            return await self._slotted(writer, chat, rid, model, toks, usage, echo, req, headers, itl, gz)
         self.state.running += 1
         try:
             if ttft:
@@ -201,6 +211,32 @@ class _Handler:
         finally:
             self.state.running -= 1
             self.state.served += 1
+
+    async def _slotted(self, writer, chat, rid, model, toks, usage, echo, req, headers, itl, gz) -> bool:
+        """The known-capacity engine: wait for one of `slots`, hold it `service_ms`, then stream."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.cfg.slots)
+        self.state.waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self.state.waiting -= 1
+        self.state.running += 1
+        try:
+            await asyncio.sleep(self.cfg.service_ms / 1000)
+        finally:
+            self.state.running -= 1
+            self.state.served += 1
+            self._slots.release()
+        if not req.get("stream"):
+            text = "".join(toks)
+            out = {"id": rid, "object": "chat.completion" if chat else "text_completion", "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+                               if chat else {"index": 0, "text": text, "finish_reason": "length"}],
+                   "usage": usage, "echo": echo}
+            self._plain(writer, 200, json.dumps(out).encode(), "application/json", gz)
+            return True
+        return await self._stream(writer, chat, rid, model, toks, usage, echo, req, headers, itl, gz)
 
     async def _stream(self, writer, chat, rid, model, toks, usage, echo, req, headers, itl, gz) -> bool:
         reset_after = int(headers["x-test-reset"]) if "x-test-reset" in headers else None
@@ -347,8 +383,10 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--ttft-ms", type=float, default=0.0)
     ap.add_argument("--itl-ms", type=float, default=0.0)
+    ap.add_argument("--slots", type=int, default=0, help="an engine of known capacity: requests served at once")
+    ap.add_argument("--service-ms", type=float, default=0.0, help="with --slots: time a request holds its slot")
     a = ap.parse_args()
-    cfg = ServerConfig(ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, record=False)
+    cfg = ServerConfig(ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, record=False, slots=a.slots, service_ms=a.service_ms)
     try:
         import uvloop  # type: ignore[import-not-found]
 
