@@ -1,0 +1,266 @@
+"""A generated corpus of secrets in the phrasings people paste into chats, and of sentences
+that talk about passwords without holding one (benchmarks/overscrub_eval.py reads it).
+
+Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
+(held out: its templates were written apart and never looked at while tuning; its secrets are
+drawn with another seed). Each item is (text, the planted values, family, language). Families:
+quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
+pt, ja, ko, ru."""
+
+from __future__ import annotations
+
+import random
+
+LANGS = ("en", "zh", "es", "de", "fr", "pt", "ja", "ko", "ru")
+FAMILIES = ("quoted", "copula", "pair", "config", "command", "uri", "passphrase", "pin")
+
+# {family: {lang: [template, ...]}}; {p} a password, {u} a login, {e} an e-mail address,
+# {w} a passphrase (several words), {n} a PIN or code
+DEV = {
+    "quoted": {
+        "en": ["The server can be accessed with password '{p}' from the VPN.", "I changed his password \"{p}\" this morning.",
+               "my password was '{p}' yesterday", "use the shared password `{p}` for the staging box"],
+        "zh": ["我的密码是“{p}”，别告诉别人", "密码“{p}”已经过期了", "请用密码「{p}」登录"],
+        "es": ["mi contraseña es \"{p}\" pero la cambiaré", "usa la contraseña '{p}' para entrar"],
+        "de": ["Mein Passwort lautet \"{p}\", bitte nicht weitergeben.", "Das Kennwort „{p}“ gilt bis Freitag."],
+        "fr": ["mon mot de passe est « {p} » depuis hier", "le mot de passe '{p}' ne marche plus"],
+        "pt": ["minha senha é \"{p}\" no servidor", "a senha '{p}' expirou"],
+        "ja": ["パスワードは「{p}」です", "共有パスワード「{p}」を使ってください"],
+        "ko": ["비밀번호는 '{p}'입니다", "공용 비밀번호 \"{p}\" 로 접속하세요"],
+        "ru": ["мой пароль «{p}», не говори никому", "пароль \"{p}\" больше не работает"],
+    },
+    "copula": {
+        "en": ["my password is {p} for now", "The wifi password is {p}.", "password: {p}"],
+        "zh": ["我的密码是{p}", "wifi密码是 {p} 记一下", "密码：{p}"],
+        "es": ["mi contraseña es {p}", "la clave es {p} para el wifi"],
+        "de": ["Mein Passwort lautet {p}", "Das Passwort ist {p}."],
+        "fr": ["mon mot de passe est {p}", "le mot de passe : {p}"],
+        "pt": ["minha senha é {p}", "a senha do wifi é {p}"],
+        "ja": ["パスワードは{p}です", "パスワード：{p}"],
+        "ko": ["비밀번호는 {p}입니다", "비밀번호: {p}"],
+        "ru": ["мой пароль {p}", "пароль: {p}"],
+    },
+    "pair": {
+        "en": ["login with {e} / {p}", "creds: {e}:{p}", "username {u}, password {p}"],
+        "zh": ["账号 {e} / {p}", "用户名 {u}，密码 {p}"],
+        "es": ["usuario {u}, contraseña {p}", "entra con {e} / {p}"],
+        "de": ["Benutzername {u}, Passwort {p}", "Zugang: {e} / {p}"],
+        "fr": ["identifiant {u}, mot de passe {p}", "accès : {e} / {p}"],
+        "pt": ["usuário {u}, senha {p}", "acesso: {e} / {p}"],
+        "ja": ["ユーザー名 {u}、パスワード {p}", "{e} / {p} でログイン"],
+        "ko": ["아이디 {u}, 비밀번호 {p}", "{e} / {p} 로 로그인"],
+        "ru": ["логин {u}, пароль {p}", "вход: {e} / {p}"],
+    },
+    "config": {
+        "en": ["DB_PASSWORD={p}", "export PGPASSWORD='{p}'", "password: {p}", "{{\"user\": \"admin\", \"password\": \"{p}\"}}"],
+        "zh": ["配置里写的是 DB_PASSWORD={p}", "yaml 里 password: {p}"],
+        "es": ["en el .env puse DB_PASSWORD={p}", "config: password = \"{p}\""],
+        "de": ["in der .env steht DB_PASSWORD={p}", "password = \"{p}\" in der config.toml"],
+        "fr": ["dans le .env : DB_PASSWORD={p}", "la ligne password={p} du fichier ini"],
+        "pt": ["no .env: DB_PASSWORD={p}", "password: {p} no yaml"],
+        "ja": ["設定は DB_PASSWORD={p} です", "yaml の password: {p}"],
+        "ko": ["설정 파일에 DB_PASSWORD={p} 있어요", "password: {p} 로 설정"],
+        "ru": ["в .env DB_PASSWORD={p}", "в конфиге password: {p}"],
+    },
+    "command": {
+        "en": ["mysql -u root -p{p} mydb", "sshpass -p {p} ssh admin@10.0.0.5"],
+        "zh": ["运行 mysql -u root -p{p} 就行"],
+        "es": ["ejecuta mysql -u root -p{p}"],
+        "de": ["führ mysql -u root -p{p} aus"],
+        "fr": ["lance mysql -u root -p{p}"],
+        "pt": ["rode mysql -u root -p{p}"],
+        "ja": ["mysql -u root -p{p} で接続"],
+        "ko": ["mysql -u root -p{p} 로 접속"],
+        "ru": ["запусти mysql -u root -p{p}"],
+    },
+    "uri": {
+        "en": ["DATABASE_URL=postgres://admin:{p}@db.internal:5432/app", "connect to mongodb://app:{p}@mongo:27017"],
+        "zh": ["连接串 postgres://admin:{p}@db:5432/app"],
+        "es": ["la URI es redis://default:{p}@cache:6379"],
+        "de": ["die URL lautet mysql://root:{p}@localhost/db"],
+        "fr": ["l'URI : amqp://guest:{p}@rabbit:5672"],
+        "pt": ["a string postgres://admin:{p}@db/app"],
+        "ja": ["接続先は postgres://admin:{p}@db/app です"],
+        "ko": ["접속 주소 postgres://admin:{p}@db/app"],
+        "ru": ["строка подключения postgres://admin:{p}@db/app"],
+    },
+    "passphrase": {
+        "en": ["my passphrase is {w}", "the passphrase: {w}"],
+        "zh": ["口令是 {w}"],
+        "es": ["la frase de contraseña es {w}"],
+        "de": ["meine Passphrase lautet {w}"],
+        "fr": ["ma phrase secrète est {w}"],
+        "pt": ["minha passphrase é {w}"],
+        "ja": ["合言葉は {w}"],
+        "ko": ["암호는 {w}"],
+        "ru": ["кодовое слово: {w}"],
+    },
+    "pin": {
+        "en": ["my PIN is {n}", "your one-time code is {n}", "verification code: {n}"],
+        "zh": ["验证码是{n}", "验证码：{n}，五分钟内有效"],
+        "es": ["mi PIN es {n}", "código de verificación: {n}"],
+        "de": ["meine PIN ist {n}", "Bestätigungscode: {n}"],
+        "fr": ["mon code PIN est {n}", "code de vérification : {n}"],
+        "pt": ["meu PIN é {n}", "código de verificação: {n}"],
+        "ja": ["暗証番号は{n}です", "認証コード：{n}"],
+        "ko": ["인증번호는 {n}입니다", "인증번호: {n}"],
+        "ru": ["мой пин-код {n}", "код подтверждения: {n}"],
+    },
+}
+
+# held out: written after the rules, never used to tune them
+TEST = {
+    "quoted": {
+        "en": ["Ops said the root password \"{p}\" should be rotated.", "try password `{p}` again", "Her password, '{p}', leaked."],
+        "zh": ["管理员密码是「{p}」", "把密码改成“{p}”了"],
+        "es": ["la contraseña del wifi es '{p}'", "contraseña: \"{p}\""],
+        "de": ["das Passwort '{p}' funktioniert nicht", "Passwort: \"{p}\""],
+        "fr": ["le mot de passe du wifi est \"{p}\"", "mot de passe : '{p}'"],
+        "pt": ["a senha do roteador é '{p}'", "senha: \"{p}\""],
+        "ja": ["管理者のパスワードは『{p}』です", "パスワード \"{p}\" でログインできない"],
+        "ko": ["관리자 비밀번호는 \"{p}\"예요", "비밀번호 '{p}'가 안 돼요"],
+        "ru": ["пароль от wifi \"{p}\"", "пароль: '{p}'"],
+    },
+    "copula": {
+        "en": ["Password is {p} btw", "the admin password was {p} until Monday"],
+        "zh": ["管理员密码为{p}", "密码是{p}，登录后请修改"],
+        "es": ["Mi contraseña era {p}", "contraseña: {p}"],
+        "de": ["Passwort: {p}", "mein Kennwort ist {p}"],
+        "fr": ["Mot de passe : {p}", "le mdp est {p}"],
+        "pt": ["Senha: {p}", "a minha palavra-passe é {p}"],
+        "ja": ["管理者パスワードは{p}でした", "パスワードが{p}です"],
+        "ko": ["패스워드는 {p}예요", "관리자 비밀번호는 {p}이에요"],
+        "ru": ["Пароль — {p}", "мой пароль: {p}"],
+    },
+    "pair": {
+        "en": ["you can sign in as {e}:{p}", "user: {u} password: {p}"],
+        "zh": ["{e}:{p} 这个账号可以用", "账号：{u} 密码：{p}"],
+        "es": ["{e}:{p} funciona", "usuario: {u} contraseña: {p}"],
+        "de": ["{e}:{p} geht", "Benutzer: {u} Passwort: {p}"],
+        "fr": ["{e}:{p} marche", "identifiant : {u} mot de passe : {p}"],
+        "pt": ["{e}:{p} funciona", "utilizador: {u} senha: {p}"],
+        "ja": ["{e}:{p} で入れます", "ユーザー名：{u} パスワード：{p}"],
+        "ko": ["{e}:{p} 로 돼요", "아이디: {u} 비밀번호: {p}"],
+        "ru": ["{e}:{p} подходит", "логин: {u} пароль: {p}"],
+    },
+    "config": {
+        "en": ["SECRET_KEY = \"{p}\"", "REDIS_PASSWORD: \"{p}\"", "[db]\npassword = {p}", "smtp_pass={p}"],
+        "zh": ["环境变量 MYSQL_PWD={p}", "{{\"password\": \"{p}\"}}"],
+        "es": ["export MYSQL_PWD={p}", "{{\"password\": \"{p}\"}}"],
+        "de": ["export REDIS_PASSWORD=\"{p}\"", "[server]\npassword={p}"],
+        "fr": ["export SMTP_PASSWORD='{p}'", "db_password: {p}"],
+        "pt": ["export DB_PASS={p}", "\"password\": \"{p}\""],
+        "ja": ["export PGPASSWORD={p}", "db_password: \"{p}\""],
+        "ko": ["export PGPASSWORD={p}", "\"password\": \"{p}\""],
+        "ru": ["export PGPASSWORD=\"{p}\"", "db_password = \"{p}\""],
+    },
+    "command": {
+        "en": ["curl -u admin:{p} https://api.internal/v1", "redis-cli -h cache -a {p} ping", "mysqldump -uroot -p{p} shop > shop.sql"],
+        "zh": ["用 curl -u admin:{p} https://api/ 测一下"],
+        "es": ["prueba redis-cli -a {p} ping"],
+        "de": ["mit sshpass -p {p} ssh root@host"],
+        "fr": ["fais curl -u admin:{p} http://localhost/"],
+        "pt": ["use sshpass -p {p} scp f host:"],
+        "ja": ["redis-cli -a {p} で確認"],
+        "ko": ["curl -u admin:{p} http://api/ 실행"],
+        "ru": ["sshpass -p {p} ssh root@host"],
+    },
+    "uri": {
+        "en": ["amqp://worker:{p}@rabbit.internal:5672/vhost", "the DSN is postgresql://report:{p}@10.0.3.7/analytics"],
+        "zh": ["redis://:{p}@cache:6379/0"],
+        "es": ["mongodb+srv://app:{p}@cluster0.example.net/db"],
+        "de": ["postgresql://report:{p}@db/analytics"],
+        "fr": ["mysql://app:{p}@db.local:3306/prod"],
+        "pt": ["redis://default:{p}@cache:6379"],
+        "ja": ["mongodb://app:{p}@mongo/db"],
+        "ko": ["amqp://app:{p}@mq:5672"],
+        "ru": ["mysql://app:{p}@db:3306/prod"],
+    },
+    "passphrase": {
+        "en": ["Passphrase: {w}", "the wallet passphrase was {w}"],
+        "zh": ["暗号：{w}"],
+        "es": ["passphrase: {w}"],
+        "de": ["Passphrase: {w}"],
+        "fr": ["phrase secrète : {w}"],
+        "pt": ["passphrase: {w}"],
+        "ja": ["合言葉：{w}"],
+        "ko": ["암호: {w}"],
+        "ru": ["кодовое слово — {w}"],
+    },
+    "pin": {
+        "en": ["PIN: {n}", "Your verification code is {n}. It expires in 10 minutes.", "the OTP was {n}"],
+        "zh": ["您的验证码为{n}，请勿泄露"],
+        "es": ["Tu código de verificación es {n}"],
+        "de": ["Ihr Bestätigungscode lautet {n}"],
+        "fr": ["Votre code de vérification est {n}"],
+        "pt": ["Seu código de verificação é {n}"],
+        "ja": ["確認コードは{n}です"],
+        "ko": ["인증번호 {n}를 입력하세요"],
+        "ru": ["Ваш код подтверждения: {n}"],
+    },
+}
+
+_WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
+_SYMS = "!@#$%&*?-_+."
+
+
+def _password(rng: random.Random) -> str:
+    style = rng.randrange(4)
+    if style == 0:  # word + digits + symbol
+        return rng.choice(_WORDS).capitalize() + str(rng.randrange(10, 9999)) + rng.choice(_SYMS)
+    if style == 1:  # random mixed
+        return "".join(rng.choice("abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789" + _SYMS) for _ in range(rng.randrange(8, 16)))
+    if style == 2:  # leet
+        return rng.choice(["S3cr3t", "P@ssw0rd", "Tr0ub4dor", "Qw3rty", "L3tm3in"]) + str(rng.randrange(10, 99)) + rng.choice("!#$")
+    return rng.choice(_WORDS) + rng.choice(_WORDS) + str(rng.randrange(1, 999))  # lower words + digits
+
+
+def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
+    """(text, planted secret values, family, language) for every template of the split, each
+    filled three times."""
+    table = DEV if split == "dev" else TEST
+    rng = random.Random(seed if seed is not None else (11 if split == "dev" else 29))
+    out = []
+    for fam, by_lang in table.items():
+        for lang, templates in by_lang.items():
+            for t in templates:
+                for _ in range(3):
+                    p = _password(rng)
+                    u = rng.choice(["jdoe", "admin2", "m.kowalski", "wang_li", "ops-bot"]) + str(rng.randrange(1, 99))
+                    e = u.replace("_", ".") + "@mail.example.com"
+                    w = " ".join(rng.sample(_WORDS, 4))
+                    n = str(rng.randrange(1000, 999999)).zfill(6)
+                    text = t.format(p=p, u=u, e=e, w=w, n=n)
+                    planted = [{"p": p, "u": u, "e": e, "w": w, "n": n}[k] for k in "puwn" if "{" + k + "}" in t]
+                    out.append((text, planted, fam, lang))
+    return out
+
+
+# sentences about passwords that hold none: nothing in them may change
+CHATTER_DEV = [
+    "I use a password manager such as Bitwarden.", "Did you forget your password again?", "The password must be at least 12 characters long.",
+    "if not password: raise ValueError('password is required')", "password = None", "password = getpass.getpass()",
+    "Reset your password from the account page.", "Never share your password with anyone.", "The password is incorrect.",
+    "password: str = field(default='')", "def login(user, password):", "Enter your PIN to continue.",
+    "我忘记密码了，怎么重置？", "密码错误，请重试", "¿Olvidaste tu contraseña?", "Passwort vergessen?", "Mot de passe oublié ?",
+    "Esqueceu sua senha?", "パスワードを忘れました", "비밀번호를 잊어버렸어요", "Забыли пароль?", "Use a strong passphrase for your key.",
+    "We send a one-time code by SMS.", "The API key goes in the Authorization header.", "Rotate your tokens every 90 days.",
+    "Store secrets in a vault, not in code.", "password_hash = hash_password(password)", "if password == confirm: save()",
+    "The password field is empty.", "Change the default password after install.", "Two-factor codes expire after 30 seconds.",
+    "My password manager is 1Password.", "Keep the SECRET_KEY out of version control.", "token = request.headers.get('Authorization')",
+    "Your password was changed on Monday.", "Passwords are hashed with bcrypt.",
+]
+CHATTER_TEST = [
+    "Can you recommend a password manager like KeePassXC?", "What makes a password strong?", "password is required",
+    "raise AuthError('bad password')", "self.password = password", "password = os.environ['DB_PASSWORD']",
+    "Type your password and press Enter.", "The wifi password is on the fridge.", "Forgot PIN? Call support.",
+    "密码长度至少八位", "请输入验证码", "La contraseña debe tener ocho caracteres.", "Das Passwort ist zu kurz.",
+    "Le mot de passe est trop court.", "A senha expirou.", "パスワードが違います", "비밀번호가 틀렸습니다", "Неверный пароль.",
+    "The passphrase protects your SSH key.", "Verification codes are six digits.", "api_key = settings.API_KEY",
+    "if token is None: return", "password: Optional[str] = None", "Your session token has expired.",
+    "Enter the one-time code we sent you.", "He changed his password yesterday.", "Password reset emails can take a minute.",
+    "Don't reuse passwords across sites.", "The secret is to add salt.", "She knows the password but won't say.",
+    "Set PGPASSWORD in the environment instead.", "The login form has username and password fields.",
+    "username and password are both required", "The PIN pad is broken.", "passwd(1) changes a user's password.",
+    "Use `ssh-keygen -p` to change the passphrase.",
+]
