@@ -567,7 +567,14 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
 }
 _CODE_TYPES = frozenset("None True False Optional Literal Any List Dict Set Tuple Union Type Callable Sequence Iterable "
                         "Mapping Iterator Generator Annotated ClassVar Final Self String Integer Boolean Object Array".split())
-_CODE_AFTER = frozenset("[(.|=<")
+_CODE_AFTER = frozenset("[(|=<")
+
+
+def _code_after(text: str, i: int) -> bool:
+    """What follows a trigger's name makes it code: `name: Optional[str]`, `Name.attr`; a full
+    stop that ends the sentence (`my name is Randy Cox. Antworten ...`) does not."""
+    c = text[i : i + 1]
+    return c in _CODE_AFTER or (c == "." and (text[i + 1 : i + 2].isalnum() or text[i + 1 : i + 2] == "_"))
 _NAME_COLON = _EN_TRIGGERS["name:"][0]
 _EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
@@ -577,9 +584,9 @@ def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> 
     if m.groupdict().get("lname"):  # my name is lena andersson: known names only
         words = m.group("lname").split()
         keep = []
-        for w in words:
-            if len(w) <= 3 and w in ENGLISH_WORDS:
-                break  # name is an ..., name is not ...: a word of the sentence (`an`, `not`, `the`)
+        for k, w in enumerate(words):
+            if len(w) <= 3 and w in ENGLISH_WORDS and (k == 0 or len(w) < 3 or w not in NAME_LAST_LOWER):
+                break  # name is an ..., name is not ...: a word of the sentence (`an`, `not`, `the`); not `cox`
             if w in NAME_FIRST_LOWER or w in NAME_LAST_LOWER:
                 keep.append(w)
             else:
@@ -595,7 +602,7 @@ def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> 
     title_start = m.start("title") if "title" in m.re.groupindex and m.group("title") else -1
     if not strong and words[0] not in EN_FIRST and words[0] not in NAME_FIRST:
         return
-    if words[0] in EN_NOT_NAMES or words[0] in _CODE_TYPES or text[m.end("name") : m.end("name") + 1] in _CODE_AFTER:
+    if words[0] in EN_NOT_NAMES or words[0] in _CODE_TYPES or _code_after(text, m.end("name")):
         return  # name: Optional[str], name: Any, name is None: code
     keep = [words[0]]
     for w in words[1:]:
