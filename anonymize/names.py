@@ -97,7 +97,7 @@ _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t\u00bf\u00a1")  
 
 # German function words, hardly ever English ones: two of them near a candidate make its
 # sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
-_GERMAN = re.compile(r"(?<![\w\-])(?:und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
+_GERMAN = re.compile(r"(?<![\w\-])(?:Der|Das|Ich|Ein|Eine|Wir|Sie|Es|Mit|Auf|Für|Bei|Nach|Von|Zu|muss|soll|hat|und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
                      r"|auch|wir|ihr|uns|mir|dir|mich|dich|ihn|ihm|sind|wird|noch|nach|bei|aus|wie|oder|aber|haben|habe|werden"
                      r"|sehr|schon|kein|keine|bitte|kann|kannst|können|zum|zur|vom|ob|heute|morgen|jetzt|danke)(?![\w\-])")
 _GERMAN_WINDOW = 120  # characters either side of a candidate
@@ -107,7 +107,7 @@ _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient pati
 _LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
 # what almost every German text has somewhere: a text with none of these is not looked at closer
 # (one regular expression, which starts only at spaces, and the letters only in non-ASCII text)
-_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf )")
+_GERMAN_HINT_WORDS = re.compile("(?:^| )(?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat )|(?:^|[.!?] )(?:Der|Die|Das|Ich|Ein|Wir) ")
 _GERMAN_HINT_LETTERS = ("\u00e4", "\u00f6", "\u00fc", "\u00df")
 
 
@@ -418,8 +418,20 @@ def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
+# articles, determiners and pronouns of the European languages: before a lower-case word they
+# start a sentence (`Le chat`, `Das Passwort muss`, `El perro`), they are no one's name
+_FUNCTION_WORDS = frozenset(
+    "Le La Les Un Une Des Du Ce Cette Ces Il Elle Ils Elles Nous Vous Je Mon Ma Mes Son Sa Ses Notre Votre Leur Leurs "
+    "Der Die Das Den Dem Ein Eine Einen Einem Einer Ich Wir Mein Meine Dein Deine Sein Seine Unser Unsere Dieser Diese Dieses "
+    "El Los Las Una Unos Unas Mi Tu Nuestro Nuestra Este Esta Estos Estas Ese Esa "
+    "Os As Um Uma Meu Minha Seu Sua Nosso Nossa Esse Essa Isso Isto "
+    "Gli Uno Questo Questa Quel Quella Het Een Deze Dit".split())
+
+
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
+    if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and text[e + 1].islower():
+        return
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
     if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
         # in a line of code only listed names count: no rare words, no capital-in-sentence

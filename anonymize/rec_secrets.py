@@ -29,6 +29,7 @@ import re
 
 import ahocorasick
 
+from .gazetteer import ENGLISH_WORDS
 from .evidence import FAIL, FOUND, NONE, PASS, STRONG, WEAK, Candidate, Doc, alternation, context_words
 from .spans import EMAIL, SECRET
 
@@ -97,7 +98,8 @@ _CODE_WORDS = frozenset(keyword.kwlist) | frozenset(
     "none null nil undefined true false self cls this str int bytes bool float dict list tuple object any optional "
     "callable await async raise return pass yield lambda new var let const def".split()
 )
-_PLACEHOLDER_SHAPE = re.compile(r"[*xX•.#_\-]+|<[^<>]*>|\{\{?[^{}]*\}\}?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[a-z_]*\)?[sd]|\[[^\[\]]*\]|\.\.\.|…")
+_PLACEHOLDER_SHAPE = re.compile(r"[*xX•.#_\-]+|<[^<>]*>|\{\{?[^{}]*\}\}?|\$\{?(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?|%\(?[a-z_]*\)?[sd]|\[[^\[\]]*\]|\.\.\.|…")
+_DIGIT_IN_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
 _CODE_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
@@ -112,15 +114,15 @@ def code_value(text: str, s: int, e: int, assigned: bool = True) -> bool:
     attribute path (`os.environ.get`), an index (`env["X"]`), a keyword or builtin (`None`,
     `raise`, `str`), a variable or constant name (`DB_PASSWORD`, `password_env`)."""
     v = text[s:e]
-    if v.lower() in _CODE_WORDS:
-        return True
+    if v.lower() in _CODE_WORDS or (v[:1] == "_" and v[1:].isidentifier()):
+        return True  # (`_PasswordType`: a private name)
     if not assigned:  # after a copula in prose (`is`, `es`, `lautet`) only a keyword is code
         return False
     nxt = text[e : e + 1]
     if nxt in ("(", "[") or (nxt == "." and (text[e + 1 : e + 2].isalnum() or text[e + 1 : e + 2] == "_")):
         return True
-    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ"):
-        return True
+    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ") and not _DIGIT_IN_WORD.search(v):
+        return True  # os.environ.get, settings.DB_PASSWORD (not rR.xg29jt: digits inside a word)
     # snake_case names and SCREAMING_SNAKE constants (password_env: DB_PASSWORD) are references
     return v.isidentifier() and "_" in v and (v.lower() == v or v.upper() == v) and not any(c.isdigit() for c in v)
 
@@ -133,11 +135,16 @@ def _entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+_CAMEL_WORDS = re.compile(r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*")
+
+
 def looks_random(value: str) -> bool:
     """A key or token rather than a word: 8+ characters with digits or mixed case, entropy >= 3."""
     if len(value) < 8:
         return False
     has_digit = any(c.isdigit() for c in value)
+    if not has_digit and _CAMEL_WORDS.fullmatch(value):
+        return False  # TokenCredential, Encryption: words, a type's name
     mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
     return (has_digit or mixed) and _entropy(value) >= 3.0
 
@@ -149,7 +156,7 @@ def password_like(value: str) -> bool:
 
 
 # ---------------------------------------------------------------- URLs and command lines
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{1,64}:([^\s/@\x00\"'<>]{1,128})@")
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{0,64}:([^\s/@\x00\"'<>]{1,128})@")
 
 
 class UrlPasswords:
@@ -226,6 +233,11 @@ def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
     return sorted(out)
 
 
+# what makes a password word one for several words (a passphrase): `pass phrase`, `frase
+# secreta`, `парольная фраза`, `密码短语`, `助记词`, `合言葉`, `암호 문구`
+_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "合言葉", "パスフレーズ", "프레이즈", "문구", "satz")
+
+
 @functools.cache
 def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ahocorasick.Automaton]:
     """(the scan over every secret word of every language, the copulas, phrase -> its family
@@ -239,7 +251,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                 continue
             for p in phrases:
                 family[p] = fam
-    passphrase = frozenset(p for p in family if "phrase" in p or "phrase secr" in p or p in ("passphrase", "合言葉", "кодовое слово"))
+    passphrase = frozenset(p for p in family if any(w in p for w in _PHRASE_WORDS))
     for p in passphrase:
         family[p] = "passphrase"
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
@@ -282,6 +294,7 @@ class DeclaredSecrets:
             return
         n = len(text)
         covered = 0
+        near: list[tuple[int, int, str]] = []
         for i in starts:
             if i < covered:
                 continue
@@ -296,8 +309,10 @@ class DeclaredSecrets:
             fam = family.get(phrase)
             if fam is None:  # (a phrase matched with other spaces or hyphens)
                 fam = family.get(re.sub(r"[ \t\u00a0\-]+", " ", phrase), "password")
-            if e < n and text[e] in "_-" or (s > 0 and text[s - 1] in "_-."):
+            if e < n and (text[e] in "_-" or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
                 continue  # part of an identifier: the config-line recognizer reads it
+            if fam != "username":
+                near.append((s, e, fam))
             q = _TO_QUOTE.match(text, e)
             if q and q.end() - e <= 24 and "\n" not in text[e : q.end()]:
                 self._quoted(doc, q.end(), fam, out)
@@ -310,6 +325,19 @@ class DeclaredSecrets:
                 continue
             if fam == "pin":
                 d = _DIGITS_CODE.match(text, p)
+                if phrase in _BARE_CODE:  # `Use code 675783`: a one-time code's six or more digits, right after
+                    if not d:  # or after a few words and a colon: `Code zur Anmeldung: 147504`
+                        w = _PIN_WORDS.match(text, e)
+                        if w and ":" in text[e : w.end()] or w and "：" in text[e : w.end()]:
+                            d = _DIGITS_CODE.match(text, w.end())
+                    if d and d.end() - d.start() >= 6 and text[d.start() : d.end()].isdigit() and not (d.end() < n and text[d.end()].isalnum()):
+                        out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
+                    continue
+                if not d:  # `PIN de la tarjeta es 589169`, `Code zur Anmeldung: 147504`: a few words first
+                    w = _PIN_WORDS.match(text, e)
+                    if w:
+                        p = w.end()
+                        d = _DIGITS_CODE.match(text, p)
                 if d and not (d.end() < n and text[d.end()].isdigit()) and (p > e or text[p - 1] in " \t:："):
                     out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
                 continue
@@ -323,15 +351,19 @@ class DeclaredSecrets:
             if not v or (p == e and not _spaced_or_cjk(text, e, phrase)):
                 continue
             vs, ve = v.span()
-            ve = _trim(text, vs, ve)
+            q = _NEXT_PARAM.search(text, vs, ve)  # `?token=X&page=2`: the query's next parameter is not the value
+            ve = _trim(text, vs, q.start() if q else ve)
             if ve - vs < 3:
+                far = _far_value(text, e)  # `Пароль от wifi X`: a short word first
+                if far:
+                    out.append(Candidate(far[0], far[1], SECRET, WEAK, NONE, FOUND))
                 continue
             value = text[vs:ve]
-            cjk_word = not phrase.isascii()
+            cjk_word = phrase[0] > "\u04ff"  # (a CJK, kana or Hangul word: not `contraseña`)
             colon = any(c in ":：=" for c in text[e:p])
             if cjk_word and not _typed(value) and not colon:
                 ja = next((value.find(t) for t in _JA_END if value.find(t) > 0), -1)
-                if ja > 0:
+                if ja > 0 and _typed(value[:ja]):  # (not `8文字以上にしてください`)
                     ve = vs + ja
                     value = text[vs:ve]
                 elif _KO_TAIL.search(value) and value[0].isascii():
@@ -349,7 +381,13 @@ class DeclaredSecrets:
                 check = NONE
             else:
                 check = FAIL  # a plain word after the word: `password is required`, `password manager`
+                far = _far_value(text, e)  # unless a few words on a password stands: `Пароль от wifi X`
+                if far:
+                    vs, ve = far
+                    check = NONE
             out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
+        if near:
+            _near_quoted(doc, near, out)
 
     @staticmethod
     def _quoted(doc: Doc, q: int, fam: str, out: list[Candidate]) -> None:
@@ -394,7 +432,8 @@ class DeclaredSecrets:
         e = e if e > p and text[e - 1] != " " else e - 1
         if e - p >= 8 and " " in text[p:e]:
             value = text[p:e]
-            check = FAIL if placeholder(value) or value.lower().startswith(("is ", "the ", "a ")) else NONE
+            first = value.split(" ", 1)[0].lower()
+            check = FAIL if placeholder(value) or first in _NOT_PHRASE_START else NONE
             out.append(Candidate(p, e, SECRET, WEAK, check, FOUND))
 
     @staticmethod
@@ -405,7 +444,8 @@ class DeclaredSecrets:
         if not v:
             return
         vs, ve = v.start(), _trim(text, v.start(), v.end())
-        if ve - vs < 2 or code_value(text, vs, ve, False) or placeholder(text[vs:ve]):
+        if ve - vs < 2 or code_value(text, vs, ve, False) or placeholder(text[vs:ve]) or text[vs:ve] in _LOGIN_NOT or (
+            text[vs:ve].isalpha() and text[vs:ve].lower() in ENGLISH_WORDS and text[vs:ve].lower() not in _LOGIN_WORDS):
             return
         pair = _PAIR_SEP.match(text, ve)
         if pair and text[ve : pair.end()].strip() == "/":
@@ -418,6 +458,123 @@ class DeclaredSecrets:
             return
         if _password_after(doc, ve):
             out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+# a few words between a PIN word and its digits, on the same line: `PIN de la tarjeta es`,
+# `code PIN de la carte est`, `Code zur Anmeldung:`, `ПИН-код карты`
+_PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}){1,4}[ \t]*[:：]?[ \t]*(?=\d)")
+_OPENERS = frozenset(_OPEN)
+_NEXT_PARAM = re.compile(r"&(?=[A-Za-z_][\w.\-]*=)")
+# a word that names many codes (`error code 1234`): a one-time code only as six digits or more
+_BARE_CODE = frozenset(("code", "código", "codigo", "код", "codice", "kod", "kode"))
+_SENTENCE_STOP = re.compile(r"[.!?。！？](?:\s|$)|[\n\x00]")
+
+
+# nouns that make a compound with a secret word: what follows is about that thing
+_COMPOUND_NEXT = frozenset(
+    "manager managers policy policies field fields form reset hash hashes length strength requirement requirements rule "
+    "rules prompt box generator vault store storage change expiry history hint hints manager's "
+    "manager-app gestor gestionnaire verwaltung manager-app менеджер".split())
+_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,14}(?!\w)){1,3}[ \t]*(?:[:：=][ \t]*)?")
+
+
+def _far_value(text: str, e: int) -> tuple[int, int] | None:
+    """A value one to three words after a secret word, on its line, when it has a password's
+    strict shape (`contraseña nueva: P@ss1`, `Пароль от wifi maple640`, `mot de passe du
+    NAS hunter22`); words between and a plain word after are the sentence's."""
+    w = _SKIP_WORDS.match(text, e)
+    if not w or text[e : w.end()].split(None, 1)[0].lower() in _COMPOUND_NEXT:
+        return None  # `password manager is 1Password`: the word names a thing about passwords
+    v = _VALUE.match(text, w.end())
+    if not v:
+        return None
+    vs, ve = v.start(), _trim(text, v.start(), v.end())
+    if _quoted_password(text[vs:ve]) and not code_value(text, vs, ve) and not (ve < len(text) and text[ve] in "(["):
+        return vs, ve
+    return None
+
+
+# words that start a sentence's predicate, not a passphrase: `the passphrase is too short`,
+# `passphrase must be long`, `passphrase protects your key`
+_NOT_PHRASE_START = frozenset(
+    "is the a an too very not no so must should can cannot will would may might has have had was were "
+    "be been being protects protect of for to and or that which it its this your my our their".split())
+
+
+def _compound(text: str, s: int) -> bool:
+    """`WLAN-Passwort`, `Root-Kennwort`: a word joined to a secret word by a hyphen in prose
+    (a letter run before the hyphen with a space or the start before it), not `db-password`."""
+    i = s - 1
+    j = i
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and text[j].isupper()
+
+
+def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate]) -> None:
+    """A quoted value shaped like a password in the same sentence as a secret word, before or
+    after it (`reset it to 'X' and send me the new password`, `the password (`X`)`, `Kennwort
+    für den Router: 'X'`, `la contraseña de la base de datos es «X»`): weak shape, its context
+    found. A value with a space, an address, a URL, a placeholder or a name of code is kept."""
+    text = doc.text
+    n = len(text)
+    seen: set[int] = set()
+    for s, e, _fam in near:
+        a = max(0, s - 100)
+        for m in _SENTENCE_STOP.finditer(text, a, s):
+            a = m.end()
+        stop = _SENTENCE_STOP.search(text, e, min(n, e + 100))
+        b = stop.start() if stop else min(n, e + 100)
+        for q in range(a, b):
+            c = text[q]
+            if c not in _OPENERS or q in seen or (q > 0 and _glued(text[q - 1])):
+                continue  # (`c'est`, `variant='B'`, `"a"||l.type==="b"`: no quote of prose)
+            close = text.find(_QUOTES[c], q + 1, min(n, q + 66))
+            if close <= q + 4 or (close + 1 < n and (_glued(text[close + 1]) or text[close + 1] in "([=")):
+                continue
+            vs, ve = q + 1, close
+            if text[vs] in "   " and c == "«":  # « X »
+                while vs < ve and text[vs] in "   ":
+                    vs += 1
+                while ve > vs and text[ve - 1] in "   ":
+                    ve -= 1
+            value = text[vs:ve]
+            if _quoted_password(value) and not code_value(text, vs, ve):
+                seen.add(q)
+                out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+def _quoted_password(v: str) -> bool:
+    """A password's shape, strict (the value stands apart from its word): 4-64 characters, no
+    space, a letter and a digit or a symbol, no address, URL, path or placeholder."""
+    if not 4 <= len(v) <= 64 or any(c.isspace() for c in v) or placeholder(v):
+        return False
+    if "://" in v or "@" in v and "." in v.rsplit("@", 1)[-1] or v.startswith(("/", "./", "~/")):
+        return False
+    if "(" in v or ")" in v or "::" in v or any(c in v for c in "'\"`") or v.count("/") > 1 or "==" in v or _MEASURE.fullmatch(v):
+        return False  # a call, a path, a comparison, `64-bit`
+    letter = any(c.isalpha() for c in v)
+    digit = any(c.isdigit() for c in v)
+    symbol = any(c in "!#$%&*+=?^~@|<>" for c in v)
+    return letter and (digit or symbol) and not _CODE_VALUE.fullmatch(v) and not _IDENT.fullmatch(v)
+
+
+
+
+def _glued(c: str) -> bool:
+    """A quote with this character beside it belongs to code or a word (`c'est`, `"a"||b`,
+    `x.get("k")`), not to prose."""
+    return c.isascii() and (c.isalnum() or c in "_|&+*/\\`$")
+
+
+_MEASURE = re.compile(r"\d+[-_]?[A-Za-z]{1,6}")  # 64-bit, 100ms, 3rd
+_IDENT = re.compile(r"[A-Z_]+[0-9]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")  # DB_PASSWORD, api_key_2
+
+
+# words after a login word that are the sentence's, not a login: `the login form has ...`
+_LOGIN_WORDS = frozenset("admin root guest user test demo operator".split())  # logins that are words too
+_LOGIN_NOT = frozenset("form forms page screen field fields button flow details data info information name names and or "
+                       "is was with for to of in on at the a an".split())
 
 
 def _typed(value: str) -> bool:
@@ -470,10 +627,11 @@ def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
 # ---------------------------------------------------------------- config lines
 _KV_WORDS = ("key", "secret", "token", "pass", "pwd")
 # what must follow a key-like word for the next value to be a credential: the rest of the key's
-# name, a closing quote, `:`/`=`/` is `, then a quoted value (whole) or a bare one
+# name, a closing quote, `:`/`=`/` is `, then a quoted value (whole) or a bare one (an `&` in
+# it too, unless a query's next `name=` follows: `?token=X&page=2`)
 _KV_TAIL = re.compile(
     r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}"
-    r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|([^\s\x00\"',;{}<>()\[\]&]{4,}))"
+    r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|((?:[^\s\x00\"',;{}<>()\[\]&]|&(?![A-Za-z_][\w.\-]*=)){4,}))"
 )
 _PASSWORD_WORDS = ("pass", "pwd")
 _CREDENTIAL_PARTS = frozenset(
@@ -524,7 +682,7 @@ class ConfigSecrets:
         if g == 3:
             ve = _trim(text, vs, ve)
         value = text[vs:ve]
-        password = any(w in key for w in _PASSWORD_WORDS)
+        password = any(w in key for w in _PASSWORD_WORDS) or (g != 3 and "secret" in key)  # SECRET_KEY = "S3cr3t87!"
         if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip():
             check = FAIL
         elif password:

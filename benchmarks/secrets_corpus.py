@@ -3,7 +3,9 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). Each item is (text, the planted values, family, language). Families:
+drawn with another seed). The first held-out set (`TEST_R1`, `CHATTER_TEST_R1`) was looked at
+after the first round and is part of dev since; `TEST` is the second, written before the second
+round of tuning. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
 
@@ -108,8 +110,8 @@ DEV = {
     },
 }
 
-# held out: written after the rules, never used to tune them
-TEST = {
+# the first held-out set: its failures were looked at in the second round, so it joined dev
+TEST_R1 = {
     "quoted": {
         "en": ["Ops said the root password \"{p}\" should be rotated.", "try password `{p}` again", "Her password, '{p}', leaked."],
         "zh": ["管理员密码是「{p}」", "把密码改成“{p}”了"],
@@ -200,6 +202,117 @@ TEST = {
     },
 }
 
+# held out (third round): written before the second round of tuning, never used to tune;
+# the earlier held-out set (TEST_R1) joined the dev split when its failures were looked at
+TEST = {
+    "quoted": {
+        "en": ["FYI the staging db password is \"{p}\" until we rotate it", "reset it to '{p}' and send me the new password",
+               "The VPN password (`{p}`) is in the vault too."],
+        "zh": ["数据库的密码：“{p}”，别外传", "新密码设置成了『{p}』"],
+        "es": ["La contraseña de la base de datos es «{p}».", "cambié la contraseña a \"{p}\""],
+        "de": ["Das neue Passwort ist „{p}“.", "Kennwort für den Router: '{p}'"],
+        "fr": ["Le mot de passe de la box, c'est \"{p}\".", "j'ai mis le mot de passe « {p} » sur le NAS"],
+        "pt": ["A senha do banco é «{p}».", "mudei a senha para \"{p}\""],
+        "ja": ["ルーターのパスワードは“{p}”です", "新しいパスワードを「{p}」にしました"],
+        "ko": ["와이파이 비밀번호는 「{p}」입니다", "새 비밀번호를 \"{p}\"로 바꿨어요"],
+        "ru": ["Новый пароль — «{p}».", "пароль от роутера: \"{p}\""],
+    },
+    "copula": {
+        "en": ["Guest wifi password is {p} (case sensitive)", "fwiw my old password was {p}"],
+        "zh": ["路由器密码是 {p} ，记得改", "我的新密码为{p}"],
+        "es": ["La contraseña del router es {p}", "contraseña nueva: {p}"],
+        "de": ["Das WLAN-Passwort ist {p}", "neues Passwort: {p}"],
+        "fr": ["Le mot de passe du wifi est {p}", "nouveau mot de passe : {p}"],
+        "pt": ["A senha do wifi é {p}", "nova senha: {p}"],
+        "ja": ["Wi-Fiのパスワードは {p} です", "新しいパスワード：{p}"],
+        "ko": ["와이파이 비밀번호는 {p} 입니다", "새 비밀번호: {p}"],
+        "ru": ["Пароль от wifi {p}", "новый пароль: {p}"],
+    },
+    "pair": {
+        "en": ["test account: {e} / pw {p}", "login {u} pass {p}"],
+        "zh": ["测试账号 {e}，密码 {p}", "用户名：{u}，密码：{p}"],
+        "es": ["cuenta de prueba: {e} / {p}", "usuario {u} y contraseña {p}"],
+        "de": ["Testkonto: {e} / {p}", "Benutzer {u} und Passwort {p}"],
+        "fr": ["compte de test : {e} / {p}", "utilisateur {u} et mot de passe {p}"],
+        "pt": ["conta de teste: {e} / {p}", "usuário {u} e senha {p}"],
+        "ja": ["テスト用アカウント：{e} / {p}", "ユーザー名は{u}、パスワードは{p}です"],
+        "ko": ["테스트 계정: {e} / {p}", "아이디는 {u}, 비밀번호는 {p}입니다"],
+        "ru": ["тестовый аккаунт: {e} / {p}", "логин {u} и пароль {p}"],
+    },
+    "config": {
+        "en": ["POSTGRES_PASSWORD={p}", "  password: \"{p}\"   # prod", "spring.datasource.password={p}", "'PASSWORD': '{p}',"],
+        "zh": ["我在 .env 里写了 API_SECRET={p}", "配置：\n  password: {p}"],
+        "es": ["mi .env tiene MYSQL_ROOT_PASSWORD={p}", "admin_password = '{p}'"],
+        "de": ["in docker-compose.yml: POSTGRES_PASSWORD: {p}", "secret_key = \"{p}\""],
+        "fr": ["dans settings.py : SECRET_KEY = '{p}'", "MAIL_PASSWORD={p}"],
+        "pt": ["no docker-compose: MYSQL_PASSWORD={p}", "auth_token: \"{p}\""],
+        "ja": ["設定ファイル: password={p}", "環境変数 DB_PASS={p}"],
+        "ko": ["설정 파일: password={p}", "환경 변수 DB_PASSWORD={p}"],
+        "ru": ["в конфиге: password={p}", "переменная DB_PASSWORD={p}"],
+    },
+    "command": {
+        "en": ["psql \"host=db user=app password={p}\"", "mysql -h db -u app -p{p} -e 'select 1'", "sshpass -p '{p}' rsync -a . host:/srv"],
+        "zh": ["执行 mysql -uroot -p{p} 进数据库"],
+        "es": ["ejecuta curl -u admin:{p} http://api/health"],
+        "de": ["starte redis-cli -a {p} info"],
+        "fr": ["lance mysql -u root -p{p}"],
+        "pt": ["rode curl -u admin:{p} http://api/"],
+        "ja": ["mysql -uadmin -p{p} で接続"],
+        "ko": ["sshpass -p {p} ssh admin@host 로 접속"],
+        "ru": ["запусти redis-cli -a {p} ping"],
+    },
+    "uri": {
+        "en": ["DATABASE_URL=postgres://app:{p}@db.internal:5432/app", "connect to redis://admin:{p}@10.1.2.3:6379"],
+        "zh": ["连接串 mysql://root:{p}@127.0.0.1:3306/test"],
+        "es": ["la URL es postgres://app:{p}@db/app"],
+        "de": ["die URL lautet amqp://guest:{p}@mq:5672/"],
+        "fr": ["l'URL : mongodb://admin:{p}@mongo:27017"],
+        "pt": ["a URL é mysql://app:{p}@db/app"],
+        "ja": ["接続先は postgres://app:{p}@db/app です"],
+        "ko": ["접속 URL은 redis://:{p}@cache:6379 입니다"],
+        "ru": ["строка подключения postgres://app:{p}@db/app"],
+    },
+    "passphrase": {
+        "en": ["my seed passphrase is {w}", "GPG passphrase: {w}"],
+        "zh": ["密码短语是 {w}"],
+        "es": ["la frase de contraseña es {w}"],
+        "de": ["die Passphrase lautet {w}"],
+        "fr": ["la phrase de passe est {w}"],
+        "pt": ["a frase-senha é {w}"],
+        "ja": ["パスフレーズは {w} です"],
+        "ko": ["패스프레이즈는 {w} 입니다"],
+        "ru": ["парольная фраза: {w}"],
+    },
+    "pin": {
+        "en": ["my card PIN is {n}", "Use code {n} to sign in."],
+        "zh": ["银行卡密码{n}", "动态码 {n}"],
+        "es": ["el PIN de la tarjeta es {n}"],
+        "de": ["Der Code zur Anmeldung: {n}"],
+        "fr": ["le code PIN de la carte est {n}"],
+        "pt": ["o PIN do cartão é {n}"],
+        "ja": ["ワンタイムパスワード：{n}"],
+        "ko": ["카드 비밀번호는 {n}입니다"],
+        "ru": ["ПИН-код карты {n}"],
+    },
+}
+CHATTER_TEST = [
+    "How often should we rotate the database password?", "The password policy requires one symbol.",
+    "Is it safe to store the password in a cookie?", "password = input('Password: ')",
+    "assert len(password) >= 8", "if user.check_password(password): login(user)",
+    "My password stopped working after the update.", "We moved all passwords to HashiCorp Vault.",
+    "The PIN is printed on the letter we mailed you.", "Enter the code from your authenticator app.",
+    "密码必须包含数字和字母", "忘记密码请联系管理员", "验证码已发送到您的手机",
+    "La contraseña no coincide.", "¿Dónde cambio mi contraseña?", "Das Passwort muss Sonderzeichen enthalten.",
+    "Wie ändere ich mein Passwort?", "Le mot de passe doit contenir un chiffre.", "Où puis-je changer mon mot de passe ?",
+    "A senha não confere.", "Como altero minha senha?", "パスワードを変更してください", "パスワードは8文字以上にしてください",
+    "비밀번호를 변경해 주세요", "비밀번호는 8자 이상이어야 합니다", "Пароль должен содержать цифры.", "Как сменить пароль?",
+    "The token is refreshed every hour.", "DB_PASSWORD is read from the environment.",
+    "Never paste your password into a chat.", "The passphrase is too short.", "Secrets are injected at deploy time.",
+    "password_field.clear()", "The admin password is stored hashed.", "OTP codes are valid for five minutes.",
+    "Your password must differ from the last five.",
+]
+
+
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
 _SYMS = "!@#$%&*?-_+."
 
@@ -218,11 +331,11 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    table = DEV if split == "dev" else TEST
-    rng = random.Random(seed if seed is not None else (11 if split == "dev" else 29))
+    tables = (DEV, TEST_R1) if split == "dev" else (TEST,)
+    rng = random.Random(seed if seed is not None else (11 if split == "dev" else 31))
     out = []
-    for fam, by_lang in table.items():
-        for lang, templates in by_lang.items():
+    for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
+        if True:
             for t in templates:
                 for _ in range(3):
                     p = _password(rng)
@@ -250,7 +363,7 @@ CHATTER_DEV = [
     "My password manager is 1Password.", "Keep the SECRET_KEY out of version control.", "token = request.headers.get('Authorization')",
     "Your password was changed on Monday.", "Passwords are hashed with bcrypt.",
 ]
-CHATTER_TEST = [
+CHATTER_TEST_R1 = [
     "Can you recommend a password manager like KeePassXC?", "What makes a password strong?", "password is required",
     "raise AuthError('bad password')", "self.password = password", "password = os.environ['DB_PASSWORD']",
     "Type your password and press Enter.", "The wifi password is on the fridge.", "Forgot PIN? Call support.",
