@@ -3,9 +3,9 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). The first held-out set (`TEST_R1`, `CHATTER_TEST_R1`) was looked at
-after the first round and is part of dev since; `TEST` is the second, written before the second
-round of tuning. Each item is (text, the planted values, family, language). Families:
+drawn with another seed). Each earlier held-out set (`TEST_R1`, `TEST_R2` and their chatter)
+was looked at after its round and is part of dev since; `TEST` is the third, written after the
+second round of tuning and never tuned on. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
 
@@ -202,9 +202,8 @@ TEST_R1 = {
     },
 }
 
-# held out (third round): written before the second round of tuning, never used to tune;
-# the earlier held-out set (TEST_R1) joined the dev split when its failures were looked at
-TEST = {
+# the second held-out set: its failures were looked at in the second round, so it joined dev
+TEST_R2 = {
     "quoted": {
         "en": ["FYI the staging db password is \"{p}\" until we rotate it", "reset it to '{p}' and send me the new password",
                "The VPN password (`{p}`) is in the vault too."],
@@ -295,7 +294,7 @@ TEST = {
         "ru": ["ПИН-код карты {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R2 = [
     "How often should we rotate the database password?", "The password policy requires one symbol.",
     "Is it safe to store the password in a cookie?", "password = input('Password: ')",
     "assert len(password) >= 8", "if user.check_password(password): login(user)",
@@ -310,6 +309,114 @@ CHATTER_TEST = [
     "Never paste your password into a chat.", "The passphrase is too short.", "Secrets are injected at deploy time.",
     "password_field.clear()", "The admin password is stored hashed.", "OTP codes are valid for five minutes.",
     "Your password must differ from the last five.",
+]
+
+
+# held out (third round): written after the second round of tuning, never used to tune
+TEST = {
+    "quoted": {
+        "en": ["Jenkins keeps failing because the password it has is still \"{p}\"", "he typed '{p}' as the password twice",
+               "password for the shared inbox → \"{p}\""],
+        "zh": ["老板说共享盘的密码改成了“{p}”", "请记住你的新密码「{p}」"],
+        "es": ["el password del servidor es \"{p}\"", "me dijo que la clave era '{p}'"],
+        "de": ["Er hat das Passwort auf '{p}' geändert.", "Zugangspasswort: „{p}“"],
+        "fr": ["Il m'a donné le mot de passe '{p}' pour le serveur.", "mot de passe du compte admin : \"{p}\""],
+        "pt": ["Ele disse que a senha é '{p}'.", "senha do servidor: \"{p}\""],
+        "ja": ["サーバーのパスワードは'{p}'に変わりました", "共有フォルダのパスワード：「{p}」"],
+        "ko": ["서버 비밀번호가 '{p}'로 바뀌었어요", "공유 폴더 비밀번호: \"{p}\""],
+        "ru": ["Он сменил пароль на '{p}'.", "пароль от сервера: «{p}»"],
+    },
+    "copula": {
+        "en": ["The root password on that box is {p}", "Password = {p}"],
+        "zh": ["服务器密码 {p}", "密码就是{p}"],
+        "es": ["La clave del servidor es {p}", "Contraseña = {p}"],
+        "de": ["Das Root-Passwort lautet {p}", "Passwort = {p}"],
+        "fr": ["Le mdp du serveur est {p}", "mot de passe = {p}"],
+        "pt": ["A senha do servidor é {p}", "senha = {p}"],
+        "ja": ["サーバーのパスワードは{p}", "パスワード = {p}"],
+        "ko": ["서버 비밀번호는 {p}", "비밀번호 = {p}"],
+        "ru": ["Пароль от сервера — {p}", "пароль = {p}"],
+    },
+    "pair": {
+        "en": ["creds are {u} / {p}", "{e} and the password is {p}"],
+        "zh": ["账号是{u}，密码是{p}", "{e} 密码 {p}"],
+        "es": ["el usuario es {u} y la contraseña es {p}", "{e} con contraseña {p}"],
+        "de": ["Benutzername ist {u}, Passwort ist {p}", "{e} mit Passwort {p}"],
+        "fr": ["l'identifiant est {u} et le mot de passe est {p}", "{e} avec le mot de passe {p}"],
+        "pt": ["o usuário é {u} e a senha é {p}", "{e} com a senha {p}"],
+        "ja": ["IDは{u}でパスワードは{p}です", "{e} パスワード {p}"],
+        "ko": ["아이디 {u} 비번 {p}", "{e} 비밀번호 {p}"],
+        "ru": ["логин — {u}, пароль — {p}", "{e} с паролем {p}"],
+    },
+    "config": {
+        "en": ["DJANGO_SECRET_KEY={p}", "password: '{p}'", "<add key=\"Password\" value=\"{p}\" />", "db.password = {p}"],
+        "zh": ["配置文件里 db_password = \"{p}\"", "REDIS_PASS={p}"],
+        "es": ["en config.yaml: password: {p}", "SMTP_PASS=\"{p}\""],
+        "de": ["in der application.properties: spring.datasource.password={p}", "ADMIN_PASSWORD='{p}'"],
+        "fr": ["dans le fichier .env : ADMIN_PASSWORD={p}", "pass = \"{p}\""],
+        "pt": ["no arquivo .env: ADMIN_PASSWORD={p}", "db_pass: '{p}'"],
+        "ja": ["設定: DB_PASSWORD=\"{p}\"", "password = '{p}'"],
+        "ko": ["설정: ADMIN_PASSWORD='{p}'", "db_pass = \"{p}\""],
+        "ru": ["в .env: ADMIN_PASSWORD={p}", "smtp_password: \"{p}\""],
+    },
+    "command": {
+        "en": ["mysqladmin -u root -p{p} status", "curl --user deploy:{p} https://ci.internal/api", "redis-cli -a '{p}' -h cache keys '*'"],
+        "zh": ["用 sshpass -p {p} ssh root@10.0.0.5 登录"],
+        "es": ["usa mysqldump -u root -p{p} tienda"],
+        "de": ["curl --user admin:{p} http://intern/"],
+        "fr": ["essaie sshpass -p {p} ssh admin@serveur"],
+        "pt": ["roda mysql -uroot -p{p} loja"],
+        "ja": ["curl --user admin:{p} http://api/ を実行"],
+        "ko": ["mysqldump -uroot -p{p} shop 실행"],
+        "ru": ["curl --user admin:{p} http://api/"],
+    },
+    "uri": {
+        "en": ["broker_url = 'amqp://celery:{p}@broker:5672//'", "SQLALCHEMY_DATABASE_URI=mysql+pymysql://app:{p}@db/app"],
+        "zh": ["数据库地址 postgresql://admin:{p}@10.0.0.8/prod"],
+        "es": ["usa mongodb://root:{p}@localhost:27017"],
+        "de": ["Verbindung: redis://default:{p}@redis:6379/1"],
+        "fr": ["URL de connexion : postgresql://app:{p}@pg/app"],
+        "pt": ["conexão: amqp://app:{p}@rabbit:5672"],
+        "ja": ["DB接続: mysql://root:{p}@db:3306/app"],
+        "ko": ["DB 주소: postgresql://app:{p}@db/app"],
+        "ru": ["подключение: mongodb://app:{p}@mongo:27017/db"],
+    },
+    "passphrase": {
+        "en": ["the recovery phrase is {w}", "passphrase = {w}"],
+        "zh": ["助记词：{w}"],
+        "es": ["frase secreta: {w}"],
+        "de": ["Passphrase ist {w}"],
+        "fr": ["phrase de passe : {w}"],
+        "pt": ["frase secreta: {w}"],
+        "ja": ["パスフレーズ：{w}"],
+        "ko": ["패스프레이즈: {w}"],
+        "ru": ["кодовая фраза: {w}"],
+    },
+    "pin": {
+        "en": ["Your one-time passcode is {n}", "backup code: {n}"],
+        "zh": ["短信验证码 {n}", "你的动态密码是{n}"],
+        "es": ["Tu código de acceso es {n}"],
+        "de": ["Ihr Einmalcode: {n}"],
+        "fr": ["Votre code d'accès : {n}"],
+        "pt": ["Seu código de acesso: {n}"],
+        "ja": ["認証コードは{n}です"],
+        "ko": ["인증 코드: {n}"],
+        "ru": ["Одноразовый код: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Please don't email passwords in plain text.", "The password expired, so I reset it.", "Which password hashing algorithm is best?",
+    "password = hasher.hash(raw_password)", "if not check_password(pw, user.pw_hash): abort(401)", "PASSWORD_MIN_LENGTH = 12",
+    "Password protected PDF files cannot be opened.", "The secret key is loaded from the environment.",
+    "I forgot my PIN and the card is locked.", "The code you entered is invalid.", "账号或密码错误", "请设置一个强密码",
+    "密码已重置成功", "La clave debe ser secreta.", "Olvidé mi contraseña otra vez.", "Das Kennwort ist abgelaufen.",
+    "Bitte ändern Sie Ihr Passwort regelmäßig.", "Le mot de passe a expiré.", "Changez votre mot de passe tous les mois.",
+    "A senha precisa de letras e números.", "Troque sua senha amanhã.", "パスワードの有効期限が切れました", "パスワードを再設定しました",
+    "비밀번호가 만료되었습니다", "비밀번호를 재설정했습니다", "Пароль устарел.", "Смените пароль завтра.",
+    "Set the password via the PASSWORD environment variable.", "The token lives in ~/.config/app/token.",
+    "Use a long passphrase instead of a short password.", "return authenticate(username=username, password=password)",
+    "The login button is disabled until the password is typed.", "Verification code sent.", "Keep your API key secret.",
+    "Passwords must be at least 16 characters.", "The PIN has four digits.",
 ]
 
 
@@ -331,8 +438,8 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1) if split == "dev" else (TEST,)
-    rng = random.Random(seed if seed is not None else (11 if split == "dev" else 31))
+    tables = (DEV, TEST_R1, TEST_R2) if split == "dev" else (TEST,)
+    rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
         if True:

@@ -38,6 +38,16 @@ UNCHANGED = [
     # a secret word is no name
     "Passwort vergessen? Kennwort zurücksetzen.",
     "¿Olvidaste tu contraseña?",
+    # articles and German nouns at a sentence start taken as names
+    "Le chat est noir.", "Le mot de passe doit contenir un chiffre.", "Das Passwort muss Sonderzeichen enthalten.",
+    "El perro come.", "Der Code zur Anmeldung ist abgelaufen.",
+    # secret words beside code and things
+    "if user.check_password(password): login(user)", "The login form has username and password fields.",
+    "My password manager is 1Password.", "The passphrase is too short.", "パスワードは8文字以上にしてください",
+    "hash the secret to a 64-bit hash value", "password: _PasswordType | None = None,",
+    'if(l.type==="keydown"||l.type==="keyup"||l.type==="password")return',
+    "std::shared_ptr<Azure::Core::Credentials::TokenCredential> token_credential;", "Private Key Encryption:",
+    "passing `variant='B'` returns the other code", "Added the `Language.to_alpha3()` method, see the password docs",
 ]
 
 STILL_FOUND = [
@@ -46,6 +56,8 @@ STILL_FOUND = [
     ("call 415-555-2671x565", "415-555-2671"),
     ("my name is lena andersson", "lena"),
     ("I met Carla yesterday.", "Carla"),
+    ("https://x.io/api?token=abcdef123456&page=2", "abcdef123456"),  # the token, not the next parameter
+    ("Le Van Thanh came.", "Thanh"),
 ]
 
 

@@ -65,6 +65,29 @@ CASES = [
     ("pin", "ja", "暗証番号は4417です", ["4417"]),
     ("pin", "ko", "인증번호는 662910입니다", ["662910"]),
     ("pin", "ru", "код подтверждения: 551903", ["551903"]),
+    # a quoted value elsewhere in the secret word's sentence
+    ("quoted", "en", "reset it to 'tZdm+9CB8Yz' and send me the new password", ["tZdm+9CB8Yz"]),
+    ("quoted", "en", "The VPN password (`S3cr3t95#`) is in the vault too.", ["S3cr3t95#"]),
+    ("quoted", "es", "La contraseña de la base de datos es «P@ssw0rd63!».", ["P@ssw0rd63!"]),
+    ("quoted", "de", "Kennwort für den Router: 'L3tm3in59!'", ["L3tm3in59!"]),
+    ("quoted", "fr", 'Le mot de passe de la box, c\'est "marbleviolet81".', ["marbleviolet81"]),
+    # words between the secret word and a value of a password's shape; compounds
+    ("copula", "es", "contraseña nueva: P@ssw0rd29$", ["P@ssw0rd29$"]),
+    ("copula", "ru", "Пароль от wifi quietmaple640", ["quietmaple640"]),
+    ("copula", "de", "Das WLAN-Passwort ist windowstone988", ["windowstone988"]),
+    ("copula", "de", "neues Passwort: rR.xg29jt", ["rR.xg29jt"]),
+    ("pair", "fr", "utilisateur ops-bot29 et mot de passe cloudpaper29", ["ops-bot29", "cloudpaper29"]),
+    ("config", "es", "mi .env tiene MYSQL_ROOT_PASSWORD=D3&N#rQpLdC@Da", ["D3&N#rQpLdC@Da"]),
+    ("config", "en", 'SECRET_KEY = "S3cr3t87!"', ["S3cr3t87!"]),
+    ("uri", "en", "connect to redis://admin:$uY55Z_UY9bw@10.1.2.3:6379", ["$uY55Z_UY9bw"]),
+    ("uri", "ko", "접속 URL은 redis://:Window7325%@cache:6379 입니다", ["Window7325%"]),
+    ("passphrase", "fr", "la phrase de passe est cloud marble river paper", ["cloud marble river paper"]),
+    ("passphrase", "ru", "парольная фраза: candle lantern copper north", ["candle lantern copper north"]),
+    ("passphrase", "zh", "密码短语是 maple north quiet tiger", ["maple north quiet tiger"]),
+    ("pin", "en", "Use code 675783 to sign in.", ["675783"]),
+    ("pin", "es", "el PIN de la tarjeta es 589169", ["589169"]),
+    ("pin", "de", "Der Code zur Anmeldung: 147504", ["147504"]),
+    ("pin", "ru", "ПИН-код карты 731964", ["731964"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
