@@ -107,12 +107,14 @@ _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient pati
 _LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
 # what almost every German text has somewhere: a text with none of these is not looked at closer
 # (one regular expression, which starts only at spaces, and the letters only in non-ASCII text)
-_GERMAN_HINT_WORDS = re.compile("(?:^| )(?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat )|(?:^|[.!?] )(?:Der|Die|Das|Ich|Ein|Wir) ")
+_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat |Der |Die |Das |Ich |Ein |Wir )")
+_GERMAN_HINT_STARTS = ("Der ", "Die ", "Das ", "Ich ", "Ein ", "Wir ")  # a sentence's first word
 _GERMAN_HINT_LETTERS = ("\u00e4", "\u00f6", "\u00fc", "\u00df")
 
 
 def _maybe_german(text: str) -> bool:
-    return _GERMAN_HINT_WORDS.search(text) is not None or (not text.isascii() and any(h in text for h in _GERMAN_HINT_LETTERS))
+    return (_GERMAN_HINT_WORDS.search(text) is not None or text.startswith(_GERMAN_HINT_STARTS)
+            or (not text.isascii() and any(h in text for h in _GERMAN_HINT_LETTERS)))
 
 
 def _german_near(text: str, s: int, e: int) -> bool:
