@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import fastjson
-from .detectors import PERSON, SECRET
+from .bodykeys import ONE_PERSON, OPENAI_KEEP, OPENAI_MARKER_SET, TOOL_NAME_PARENTS, is_name_key, is_secret_key, ordered_counts
 from .names import looks_like_name
-from .scrubber import _CACHE_MIN_CHARS, _ONE_PERSON, _OPENAI_KEEP, _OPENAI_MARKER_SET, _TOOL_NAME_PARENTS, _is_name_key, _is_secret_key, _ordered_counts
+from .spans import PERSON, SECRET
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (for the annotation only: scrubber.py imports this module)
     from .scrubber import Scrubber
-# (this module is imported at the end of scrubber.py, which it imports from)
 
 # what a dict key means for the string under it
 _KEEP, _NAME, _SECRET, _PERSON = 1, 2, 4, 8
@@ -30,13 +29,13 @@ def _key_code(key: Any, openai: bool) -> int:
         return 0
     code = 0
     if openai:
-        if key in _OPENAI_KEEP:
+        if key in OPENAI_KEEP:
             code = _KEEP
         elif key == "name":
             code = _NAME  # kept under a tool object only (llmapi.TOOL_NAME_PARENTS)
-    if _is_secret_key(key):
+    if is_secret_key(key):
         code |= _SECRET
-    if _is_name_key(key):
+    if is_name_key(key):
         code |= _PERSON
     memo = _key_codes[openai]
     if len(memo) < 10_000:
@@ -50,12 +49,12 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     text (Scrubber.propagate_json, as the json path does); None where orjson cannot stand in
     for json (see fastjson), and the caller parses again with json, as `value` may have
     changed."""
-    frags = scrubber._frags
+    frags = scrubber.fragments
     fmap_get, fmake = frags.map.get, frags.make
-    cached = scrubber._cache_min <= _CACHE_MIN_CHARS
+    cached = scrubber.caching
     seen_get = frags.scrubbed.get if cached else {}.get
-    substitute = scrubber._subs.substitute
-    openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
+    substitute = scrubber.substitute
+    openai = type(value) is dict and not OPENAI_MARKER_SET.isdisjoint(value)
     codes = _key_codes[openai]
     code_get = codes.get
     plain_keys = fastjson._plain_keys
@@ -81,7 +80,7 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             code = _key_code(kk, openai)
         if not code:
             return False
-        if code & _KEEP or (code & _NAME and ctx in _TOOL_NAME_PARENTS):
+        if code & _KEEP or (code & _NAME and ctx in TOOL_NAME_PARENTS):
             f = fmap_get(v)
             src[k] = f if f is not None else fmake(v)
             return True
@@ -93,8 +92,8 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
             return True
         if code & _PERSON and looks_like_name(v):
             named.append(v)
-            order.append(_ONE_PERSON)
-            sub = scrubber._name_value(v)
+            order.append(ONE_PERSON)
+            sub = scrubber.name_value(v)
             f = fmap_get(sub)
             src[k] = f if f is not None else fmake(sub)
             return True
@@ -177,5 +176,5 @@ def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) 
     out = fastjson.dumps_fragments(root if root is value else root[0], separators)
     if out is None:
         return None
-    counts = _ordered_counts(n_secret, order, results)
+    counts = ordered_counts(n_secret, order, results)
     return scrubber.propagate_json(out, scrubber.words_of(named), counts), counts

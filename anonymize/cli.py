@@ -73,7 +73,7 @@ def scrub_stream(scrubber, src: BinaryIO, dst: BinaryIO, err) -> tuple[int, int]
             is_json = False
         if is_json:
             try:
-                scrubbed, _ = scrubber._scrub_tree(value, inplace=True)  # our own parsed value
+                scrubbed, _ = scrubber.scrub_tree(value, inplace=True)  # our own parsed value
                 out = json.dumps(scrubbed, ensure_ascii=False, separators=(",", ":"))
             except RecursionError:
                 is_json = False

@@ -33,6 +33,7 @@ from .names_ja import (
 )
 from .names_ko import HANGUL_RUN, find_korean_names, is_korean, korean_name_parts, looks_like_korean_name
 from .names_zh import DOTS, find_chinese_names, is_doctrine, surname_len
+from .evidence import context_words
 from .spans import PERSON, Span
 from .zh_script import simplified
 
@@ -84,16 +85,19 @@ _PERSON_VERBS = frozenset(
 _DOTTED_CUES = frozenset("mr mrs ms mx dr prof attn cc".split())  # abbreviations, written with a dot
 # before a capitalised word in no name list that is a frequent token ("Dear Priyanka")
 _NAMING_CUES = frozenset("dear hi hello hey customer patient named called".split())
+# the word right before a rare capitalised word that makes it a thing, not a person: a product
+# or a tool (`a password manager such as Bitwarden`, `like KeePassXC`, `using Pydantic`)
+_THING_CUES = frozenset("as like using via use uses install installs installed supports support e.g i.e vs than".split())
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
 _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.|Herrn?|Frau)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _INITIAL_BEFORE = re.compile(r"(?<![\w.])[A-Z]\.?[ \t]{1,2}$")  # "J. " before Smith (not "U.S. ")
 _GIVEN_AFTER = re.compile(r",[ \t]{1,2}([A-Z][a-z]+)(?![\w-])")  # ", John" after Smith
-_SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t")
+_SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t\u00bf\u00a1")  # (¿ and ¡ open a Spanish sentence)
 
 # German function words, hardly ever English ones: two of them near a candidate make its
 # sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
-_GERMAN = re.compile(r"(?<![\w\-])(?:und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
+_GERMAN = re.compile(r"(?<![\w\-])(?:Der|Das|Ich|Ein|Eine|Wir|Sie|Es|Mit|Auf|Für|Bei|Nach|Von|Zu|muss|soll|hat|und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
                      r"|auch|wir|ihr|uns|mir|dir|mich|dich|ihn|ihm|sind|wird|noch|nach|bei|aus|wie|oder|aber|haben|habe|werden"
                      r"|sehr|schon|kein|keine|bitte|kann|kannst|können|zum|zur|vom|ob|heute|morgen|jetzt|danke)(?![\w\-])")
 _GERMAN_WINDOW = 120  # characters either side of a candidate
@@ -103,12 +107,14 @@ _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient pati
 _LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
 # what almost every German text has somewhere: a text with none of these is not looked at closer
 # (one regular expression, which starts only at spaces, and the letters only in non-ASCII text)
-_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf )")
+_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat |Der |Die |Das |Ich |Ein |Wir )")
+_GERMAN_HINT_STARTS = ("Der ", "Die ", "Das ", "Ich ", "Ein ", "Wir ")  # a sentence's first word
 _GERMAN_HINT_LETTERS = ("\u00e4", "\u00f6", "\u00fc", "\u00df")
 
 
 def _maybe_german(text: str) -> bool:
-    return _GERMAN_HINT_WORDS.search(text) is not None or (not text.isascii() and any(h in text for h in _GERMAN_HINT_LETTERS))
+    return (_GERMAN_HINT_WORDS.search(text) is not None or text.startswith(_GERMAN_HINT_STARTS)
+            or (not text.isascii() and any(h in text for h in _GERMAN_HINT_LETTERS)))
 
 
 def _german_near(text: str, s: int, e: int) -> bool:
@@ -140,6 +146,12 @@ def _as_german(w: str, c: tuple[bool, bool, bool, bool]) -> tuple[bool, bool, bo
 # three and not among the frequent tokens of English text either: most such capitalised words
 # are names (Zeliha, Balabanov), and a Kubernetes or an Nginx is frequent.
 _CLASS: dict[str, tuple[bool, bool, bool, bool]] = {}
+# the words that declare a value (data/context-*.txt: Passwort, Kennwort, Konto, Karte, ...) are
+# words in every language, never a person's name
+_CONTEXT_WORDS = frozenset(
+    w[:1].upper() + w[1:] for name in ("password", "key", "pin", "username", "card", "iban", "account", "ssn", "phone")
+    for lang, phrases in context_words(name).items() if lang not in ("filler", "copula") for w in phrases if " " not in w and w.isalpha()
+)
 
 
 def _classify(w: str) -> tuple[bool, bool, bool, bool]:
@@ -159,7 +171,7 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = lower in ENGLISH_WORDS
         if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
             last = last or not word
-    if w in EN_NOT_NAMES:
+    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS:
         first = last = False
         word = True
     elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name
@@ -382,12 +394,46 @@ def _after_particle(words: list, k: int) -> bool:
     return k >= 2 and words[k - 1][3] is None and words[k - 1][2] in NAME_PARTICLES and words[k - 2][3] is not None
 
 
+_LOWER_WINDOW = 4000  # characters either side looked at (detection stays local)
+
+
+def _written_lower(text: str, s: int, e: int) -> bool:
+    """The string holding text[s:e] writes this capitalised word in lower case too, as a whole
+    word (`Field` and `field`, `Numba` and `import numba`): a term or an identifier, not a
+    person. (Only within 4,000 characters and its own string: a NUL separates the strings of
+    a batch.)"""
+    low = text[s:e].lower()
+    lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
+    a = text.rfind("\x00", lo_bound, s) + 1 or lo_bound
+    b = text.find("\x00", e, hi_bound)
+    b = hi_bound if b < 0 else b
+    i = text.find(low, a, b)
+    while i != -1:
+        j = i + len(low)
+        if (i == a or not text[i - 1].isalpha()) and (j == b or not text[j].isalpha()):
+            return True
+        i = text.find(low, j, b)
+    return False
+
+
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
+# articles, determiners and pronouns of the European languages: before a lower-case word they
+# start a sentence (`Le chat`, `Das Passwort muss`, `El perro`), they are no one's name
+_FUNCTION_WORDS = frozenset(
+    "Le La Les Un Une Des Du Ce Cette Ces Il Elle Ils Elles Nous Vous Je Mon Ma Mes Son Sa Ses Notre Votre Leur Leurs "
+    "Der Die Das Den Dem Ein Eine Einen Einem Einer Ich Wir Mein Meine Dein Deine Sein Seine Unser Unsere Dieser Diese Dieses "
+    "El Los Las Una Unos Unas Mi Tu Nuestro Nuestra Este Esta Estos Estas Ese Esa "
+    "Os As Um Uma Meu Minha Seu Sua Nosso Nossa Esse Essa Isso Isto "
+    "Gli Uno Questo Questa Quel Quella Het Een Deze Dit".split())
+
+
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
+    if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and text[e + 1].islower():
+        return
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
     if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
         # in a line of code only listed names count: no rare words, no capital-in-sentence
@@ -432,9 +478,12 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
         elif c[0] or c[1]:  # Will, Grace, Brown: a word too; a name where a word has no capital
             # (in German every noun has one: there only a cue says so)
             ok = prev in _STRONG_CUES or post or listed or _kin_before(text, s) or (german and prev in _GERMAN_CUES) or (
-                not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s))
+                not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s)
+                and not _written_lower(text, s, e))
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in _NAMING_CUES or _kin_before(text, s)
+            if c[3] and not ok and (prev in _THING_CUES or _written_lower(text, s, e)):
+                return  # a product (`such as Bitwarden`), a term the text writes in lower case too (Numba, numba)
             if c[3] and not ok:
                 # at a sentence start a rare word may be any foreign word ("Svar till ..."):
                 # there a name is followed by a comma, a possessive or a verb of the person
@@ -530,6 +579,17 @@ _EN_TRIGGERS: dict[str, tuple[re.Pattern, bool]] = {
     "i\u2019m ": (re.compile(r"I\u2019m[ \t]{1,4}" + _NAME_WORDS), False),
     "this is ": (re.compile(r"(?i:this is)[ \t]{1,4}" + _NAME_WORDS), False),
 }
+_CODE_TYPES = frozenset("None True False Optional Literal Any List Dict Set Tuple Union Type Callable Sequence Iterable "
+                        "Mapping Iterator Generator Annotated ClassVar Final Self String Integer Boolean Object Array".split())
+_CODE_AFTER = frozenset("[(|=<")
+
+
+def _code_after(text: str, i: int) -> bool:
+    """What follows a trigger's name makes it code: `name: Optional[str]`, `Name.attr`; a full
+    stop that ends the sentence (`my name is Randy Cox. Antworten ...`) does not."""
+    c = text[i : i + 1]
+    return c in _CODE_AFTER or (c == "." and (text[i + 1 : i + 2].isalnum() or text[i + 1 : i + 2] == "_"))
+_NAME_COLON = _EN_TRIGGERS["name:"][0]
 _EN_TITLE = re.compile(r"(?P<title>(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?[ \t]{1,4})(?P<name>" + _CAP + r"(?:[ \t]" + _CAP + r")?)")
 _TITLE_FIND = ("Mr", "Ms", "Dr", "Miss", "Prof")
 
@@ -538,7 +598,9 @@ def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> 
     if m.groupdict().get("lname"):  # my name is lena andersson: known names only
         words = m.group("lname").split()
         keep = []
-        for w in words:
+        for k, w in enumerate(words):
+            if len(w) <= 3 and w in ENGLISH_WORDS and (k == 0 or len(w) < 3 or w not in NAME_LAST_LOWER):
+                break  # name is an ..., name is not ...: a word of the sentence (`an`, `not`, `the`); not `cox`
             if w in NAME_FIRST_LOWER or w in NAME_LAST_LOWER:
                 keep.append(w)
             else:
@@ -554,14 +616,16 @@ def _add_trigger_name(text: str, m: re.Match, strong: bool, out: list[Span]) -> 
     title_start = m.start("title") if "title" in m.re.groupindex and m.group("title") else -1
     if not strong and words[0] not in EN_FIRST and words[0] not in NAME_FIRST:
         return
-    if words[0] in EN_NOT_NAMES:
-        return
+    if words[0] in EN_NOT_NAMES or words[0] in _CODE_TYPES or _code_after(text, m.end("name")):
+        return  # name: Optional[str], name: Any, name is None: code
     keep = [words[0]]
     for w in words[1:]:
         if w in EN_NOT_NAMES:
             break
         keep.append(w)
     end = text.find(keep[-1], start) + len(keep[-1])
+    if len(keep) == 1 and m.re is _NAME_COLON and _written_lower(text, start, end):
+        return  # Name: Pygments (a package's metadata, which writes `pygments` too)
     out.append(Span(title_start if title_start >= 0 else start, end, PERSON))
 
 

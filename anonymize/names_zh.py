@@ -22,7 +22,7 @@ import numpy as np
 
 from .charclass import is_cjk
 from .gazetteer import CN_SUB_SURNAMES, CN_SURNAMES_1, CN_SURNAMES_2, ZH_PLACES, ZH_ZIPF, zh_given_scores, zh_surname_scores
-from .names_zh_model import Tagged, _kernels, tag_text
+from .names_zh_model import Tagged, kernels, tag_text
 from .spans import PERSON, Span
 from .zh_script import simplified
 
@@ -41,7 +41,8 @@ _CN_NAME_CUES = re.compile("|".join(sorted(_CN_TRIGGERS + _CN_HONORIFICS, key=le
 _CN_TRIGGER_SET = frozenset(_CN_TRIGGERS)
 # words jieba tags as names that are not (honorifics, kinship terms)
 _CN_NOT_NAMES = frozenset(_CN_HONORIFICS) | frozenset(
-    "谢谢 小姐姐 小哥 老板 老公 老婆 阿姨 大爷 大妈 宝宝 亲 亲爱的 同学们 朋友们 小时 小心 小说 小学 小组 小区".split()
+    "谢谢 小姐姐 小哥 老板 老公 老婆 阿姨 大爷 大妈 宝宝 亲 亲爱的 同学们 朋友们 小时 小心 小说 小学 小组 小区 "
+    "金钥 金鑰 密钥 密鑰 钥匙 鑰匙 秘钥 秘鑰".split()  # ("key": 金鑰 reads as a surname and a given name)
 )
 # a run of Chinese text (punctuation and full-width forms inside it), tagged in one call
 _CJK_RUN = re.compile("[\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb][\u4e00-\u9fff\u3400-\u4dbf\u00b7\u2022\u30fb\u3000-\u303f\uff01-\uff5e]+")
@@ -108,7 +109,7 @@ class _Tokens:
             self.word, self.tag = words, tags
         else:
             # the separators' tokens dropped and the positions mapped back in one compiled pass
-            starts, keep, ok = _kernels().place_tokens(lens, np.fromiter(map(len, parts), np.int64, len(parts)))
+            starts, keep, ok = kernels().place_tokens(lens, np.fromiter(map(len, parts), np.int64, len(parts)))
             if not ok:  # (never seen)
                 self._slow(parts, words, tags)
                 return

@@ -18,14 +18,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.resources
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from .gazetteer import CN_SURNAMES_1, CN_SURNAMES_2, zh_given_scores, zh_surname_scores
 
-if TYPE_CHECKING:
-    from .names_zh import _Tokens
+
+class Tokens(Protocol):
+    """What the tagger reads of a text's jieba tokens (names_zh builds them): their tags and,
+    as int64 arrays, their start positions and lengths in the text."""
+
+    tag: list[str]
+    starts: np.ndarray
+    lens: np.ndarray
 
 BITS = 17
 LABELS = ("O", "B", "I")
@@ -65,7 +71,7 @@ def gazetteer_fingerprint() -> str:
 
 
 @functools.cache
-def _kernels():
+def kernels():
     """The compiled kernels, imported on first use: numba's import takes a second, and a process
     that never sees Chinese text never pays it."""
     from . import names_zh_kernels
@@ -84,23 +90,23 @@ class _TagCodes(dict):
 _tag_code = _TagCodes().__getitem__
 
 
-def _inputs(text: str, toks: _Tokens) -> tuple:
+def _inputs(text: str, toks: Tokens) -> tuple:
     codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     tcode = np.fromiter(map(_tag_code, toks.tag), dtype=np.uint64, count=len(toks.tag))
     return (toks.starts, toks.lens, codes, tcode, *gazetteer_tables(), _MASK)
 
 
-def features(text: str, toks: _Tokens) -> tuple[np.ndarray, np.ndarray]:
+def features(text: str, toks: Tokens) -> tuple[np.ndarray, np.ndarray]:
     """(positions in `text`, (n, NFEAT) feature buckets) for the n characters of the text's
     Chinese runs (the characters jieba's tokens cover). Neighbours across a gap between runs
     are padding."""
-    return _kernels().features(*_inputs(text, toks))
+    return kernels().features(*_inputs(text, toks))
 
 
 def _name_spans(labels: np.ndarray, pos: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of each name in a label sequence, in the positions `pos` of its characters:
     a B and the I after it (an I after an O starts one too), cut where the positions jump."""
-    return list(map(tuple, _kernels().name_spans(labels, pos).tolist()))
+    return list(map(tuple, kernels().name_spans(labels, pos).tolist()))
 
 
 class Model:
@@ -122,7 +128,7 @@ class Model:
 
     def labels(self, x: np.ndarray) -> np.ndarray:
         """The best label of each feature row of `x`: 0 O, 1 B, 2 I."""
-        return _kernels().viterbi(x, self.table, self.scale, self.trans)
+        return kernels().viterbi(x, self.table, self.scale, self.trans)
 
     def tag(self, x: np.ndarray) -> list[tuple[int, int]]:
         """Name spans [a, b) in sequence indices for the feature rows `x`."""
@@ -185,15 +191,15 @@ class Tagged:
         return end > start and max(self.margin_list[start:end]) >= -within
 
 
-def tag_text(text: str, toks: _Tokens) -> Tagged:
+def tag_text(text: str, toks: Tokens) -> Tagged:
     """The tagger's names in `text`, over its Chinese runs (jieba's tokens `toks`)."""
     if not toks.word:
         return Tagged([], len(text), np.zeros(0, dtype=np.int64), np.zeros(0), -np.inf)
     m = model()
-    pos, spans, margin_at, peak = _kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
+    pos, spans, margin_at, peak = kernels().tag(*_inputs(text, toks), m.table, m.scale, m.trans)
     return Tagged(list(map(tuple, spans.tolist())), len(text), pos, margin_at, peak)
 
 
-def find_spans(text: str, toks: _Tokens) -> list[tuple[int, int]]:
+def find_spans(text: str, toks: Tokens) -> list[tuple[int, int]]:
     """The tagger's name spans [start, end) in `text`."""
     return tag_text(text, toks).spans

@@ -9,34 +9,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from shadowreplay import llmapi
-
-from . import fastjson
+from . import bodywalk, fastjson
+from .bodykeys import (
+    CACHE_MIN_CHARS as _CACHE_MIN_CHARS,
+    ONE_PERSON as _ONE_PERSON,
+    OPENAI_KEEP as _OPENAI_KEEP,
+    OPENAI_MARKER_SET as _OPENAI_MARKER_SET,
+    TOOL_NAME_PARENTS as _TOOL_NAME_PARENTS,
+    is_name_key as _is_name_key,
+    is_secret_key as _is_secret_key,
+    merge_counts as _merge,
+    ordered_counts as _ordered_counts,
+    separators as _separators,
+)
 from .detectors import PERSON, SECRET, Span, find_spans
-from .names import NAME_KEY, looks_like_name, lower_same_length, mention_spans, name_words
+from .names import looks_like_name, lower_same_length, mention_spans, name_words
 from .keyedhash import KeyedIds
 from .substitutes import Substituter
-from .zh_script import simplified
 
-# Strings at least this long are cached whole: a system prompt shared by many requests is
-# scrubbed once and stays byte-identical (prefix caching in a replay depends on it). Short
-# strings are cached too: a multi-turn body repeats every earlier turn, short ones included, and
-# a lookup is far cheaper than a scan.
-_CACHE_MIN_CHARS = 1
+# Strings at least _CACHE_MIN_CHARS long (bodykeys.py: every length) are cached whole: a system
+# prompt shared by many requests is scrubbed once and stays byte-identical (prefix caching in a
+# replay depends on it). Short strings are cached too: a multi-turn body repeats every earlier
+# turn, short ones included, and a lookup is far cheaper than a scan.
 _CACHE_MAX_ENTRIES = 200_000  # bounds the per-entry overhead of many short strings
 _BATCH_CHARS = 1_000_000  # strings of one body are scanned together, up to this many characters
 _CACHE_MAX_CHARS = 64_000_000
 _FAST_MASK_OVER = 200_000
 
-# Protocol keys kept in LLM API bodies, and what marks such a body: defined with the APIs.
-_OPENAI_KEEP = llmapi.PROTOCOL_KEYS
-_OPENAI_MARKER_SET = llmapi.BODY_MARKERS
-_TOOL_NAME_PARENTS = llmapi.TOOL_NAME_PARENTS
-# Dict keys whose string value is a credential whatever it looks like.
-_SECRET_KEY_RE = re.compile(
-    r"(?i)^(?:x[-_])?(?:api[-_]?key|apikey|access[-_]?key|secret[-_]?key|secret|client[-_]?secret|password|passwd|pwd"
-    r"|passphrase|token|access[-_]?token|refresh[-_]?token|id[-_]?token|auth[-_]?token|authorization|private[-_]?key|cookie)$"
-)
 _SENSITIVE_HEADERS = frozenset(
     "authorization proxy-authorization cookie set-cookie x-api-key api-key x-auth-token x-access-token "
     "x-amz-security-token x-goog-api-key openai-api-key anthropic-api-key x-csrf-token x-xsrf-token".split()
@@ -72,13 +71,6 @@ class _Stats:
     fallbacks: int = 0
 
 
-def _merge(into: dict[str, int], counts: dict[str, int]) -> None:
-    for k, v in counts.items():
-        into[k] = into.get(k, 0) + v
-
-
-_ITEM_SPACE = re.compile(r'[\]}"\d],\s')
-_KEY_SPACE = re.compile(r'":\s')
 _ITEM_SPACE_BYTES = re.compile(rb'[\]}"0-9], ')  # (the usual case of _ITEM_SPACE)
 
 
@@ -105,13 +97,6 @@ def _body_separators(body: bytes) -> tuple[str, str]:
     return _separators(body[: 4 * 4096 + 4].decode("utf-8", "ignore"))
 
 
-def _separators(text: str) -> tuple[str, str]:
-    # a short look first: most bodies show both separators in their first few keys
-    item = ", " if _ITEM_SPACE.search(text, 0, 256) or _ITEM_SPACE.search(text, 0, 4096) else ","
-    key = ": " if _KEY_SPACE.search(text, 0, 256) or _KEY_SPACE.search(text, 0, 4096) else ":"
-    return item, key
-
-
 class Scrubber:
     def __init__(self, key: bytes, *, max_chars: int = 8_000_000):
         if not isinstance(key, (bytes, bytearray)) or not key:
@@ -126,6 +111,16 @@ class Scrubber:
         self._cache_min = _CACHE_MIN_CHARS
         self._frags = fastjson.FragmentCache()
         self._names_of: dict[str, frozenset[str]] = {}  # string -> the name words found in it
+
+    @property
+    def fragments(self) -> fastjson.FragmentCache:
+        """Scrubbed strings as encoded JSON fragments (bodywalk's cache)."""
+        return self._frags
+
+    @property
+    def caching(self) -> bool:
+        """Whether strings are cached whole (off after disable_text_cache)."""
+        return self._cache_min <= _CACHE_MIN_CHARS
 
     def disable_text_cache(self) -> None:
         """Scan every string even when it was seen before (benchmarks; results are identical)."""
@@ -295,7 +290,7 @@ class Scrubber:
             self._remember_names(text, set(hit))
         return hit
 
-    def _name_value(self, value: str) -> str:
+    def name_value(self, value: str) -> str:
         """A whole value under a name-like key ({"customer": "Henrik Nakamura"}): a person."""
         self._remember_names(value, set(name_words(value)))
         return self._subs.substitute(PERSON, value)
@@ -336,9 +331,9 @@ class Scrubber:
         model/role/type). Keys, numbers, booleans, nulls and array lengths are unchanged.
         Iterative, so nesting depth is not limited by Python's recursion limit. Returns a copy;
         `value` is not modified."""
-        return self._scrub_tree(value, inplace=False)
+        return self.scrub_tree(value, inplace=False)
 
-    def _scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
+    def scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
         """scrub_json; with inplace=True (for values this module parsed itself and owns) the
         containers are reused instead of copied. A name found anywhere in the tree is replaced
         everywhere in it."""
@@ -451,7 +446,7 @@ class Scrubber:
                     if _is_name_key(key) and looks_like_name(v):
                         named.append(v)
                         order.append(_ONE_PERSON)
-                        dst[k] = self._name_value(v)
+                        dst[k] = self.name_value(v)
                         return
                 order.append(len(strings))
                 dsts.append(dst)
@@ -476,7 +471,7 @@ class Scrubber:
         stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
         pop, push = stack.pop, stack.append
         keep = _OPENAI_KEEP
-        secret_memo = _secret_key_memo
+        secret_memo = _is_secret_key.memo
         while stack:
             src, dst, key, parent = pop()
             if isinstance(src, dict):
@@ -496,7 +491,7 @@ class Scrubber:
                         if _is_name_key(k) and looks_like_name(v):
                             named.append(v)
                             order.append(_ONE_PERSON)
-                            dst[k] = self._name_value(v)
+                            dst[k] = self.name_value(v)
                             continue
                         if len(v) >= cmin:
                             # seen before (an earlier turn of the conversation, a shared
@@ -639,46 +634,6 @@ class Scrubber:
         return out, counts
 
 
-class _KeyTest:
-    """Whether a dict key matches a pattern, memoized (the same keys come in every body)."""
-
-    __slots__ = ("pattern", "memo")
-
-    def __init__(self, pattern: re.Pattern) -> None:
-        self.pattern = pattern
-        self.memo: dict[str, bool] = {}
-
-    def __call__(self, key: Any) -> bool:
-        if type(key) is not str:
-            return False
-        hit = self.memo.get(key)
-        if hit is None:
-            # (a Chinese key in traditional script as in simplified: 聯繫人, 客戶)
-            hit = bool(self.pattern.match(key if key.isascii() else simplified(key)))
-            if len(self.memo) < 10_000:
-                self.memo[key] = hit
-        return hit
-
-
-_is_secret_key = _KeyTest(_SECRET_KEY_RE)  # credential-valued keys: api_key, password, ...
-_is_name_key = _KeyTest(NAME_KEY)  # person-valued keys: name, customer, patient_name, ...
-_secret_key_memo = _is_secret_key.memo
-_ONE_PERSON = {PERSON: 1}
-
-
-def _ordered_counts(n_secret: int, order: list[Any], results: list[Scrubbed]) -> dict[str, int]:
-    """Counts per kind: credential-valued keys first, then each string's counts in walk order
-    (`order` holds a cache hit's counts, or the index of a queued string's result)."""
-    counts: dict[str, int] = {SECRET: n_secret} if n_secret else {}
-    get = counts.get
-    for item in order:
-        c = results[item].counts if type(item) is int else item
-        if c:
-            for kind, n in c.items():
-                counts[kind] = get(kind, 0) + n
-    return counts
-
-
 def _join(a: str | None, b: str | None) -> str | None:
     if a and b:
         return f"{a}; {b}"
@@ -693,5 +648,3 @@ def _mask_char(m: re.Match) -> str:
         return "某" if "\u4e00" <= ch <= "\u9fff" else ("X" if ch.isupper() else "x")
     return ch
 
-
-from . import bodywalk  # noqa: E402 - last: it imports names from this module

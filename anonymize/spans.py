@@ -12,7 +12,7 @@ class Span(NamedTuple):
 
 
 # Kinds (entity types) reported in counts.
-EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN = (
-    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person", "us_ssn",
+EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN, ACCOUNT = (
+    "email", "phone", "cn_mobile", "cn_id", "card", "iban", "ipv4", "ipv6", "secret", "person", "us_ssn", "account",
 )
-KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN)
+KINDS = (EMAIL, PHONE, CN_MOBILE, CN_ID, CARD, IBAN, IPV4, IPV6, SECRET, PERSON, US_SSN, ACCOUNT)

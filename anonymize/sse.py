@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from shadowreplay.llmapi import split_data_line, stream_text_paths
 
+from .bodykeys import merge_counts as _merge, separators as _separators
+
 if TYPE_CHECKING:
     from .scrubber import Scrubber
 
@@ -33,8 +35,6 @@ def _set(obj: Any, path: Path, value: Any) -> None:
 
 
 def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
-    from .scrubber import _merge, _separators
-
     lines = text.splitlines(keepends=True)
     counts: dict[str, int] = {}
     parsed: dict[int, tuple[str, Any, str, tuple[str, str]]] = {}  # line -> (prefix, chunk, newline, separators)
@@ -58,7 +58,7 @@ def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
         parsed[i] = (prefix, chunk, newline, _separators(payload))
     scrubbed_chunks: dict[int, Any] = {}
     for i, (prefix, chunk, newline, seps) in parsed.items():
-        out, c = scrubber._scrub_tree(chunk, inplace=True)
+        out, c = scrubber.scrub_tree(chunk, inplace=True)
         _merge(counts, c)
         scrubbed_chunks[i] = out
     for pieces in streams.values():

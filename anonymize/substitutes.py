@@ -12,7 +12,8 @@ import ipaddress
 import re
 import unicodedata
 
-from . import detectors as D
+from . import spans as D
+from .rec_numbers import norm_number
 from .charclass import apply_case, ascii_digit, digit_like, fill, is_cjk, is_hangul, is_kana
 from .keyedhash import KeyedSHA256
 from .names import NAME_PARTICLES
@@ -36,7 +37,9 @@ _SECRET_PREFIXES = ("sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-", "AKIA", "ASIA
 _NAME_PARTS = re.compile(r"([-'\u2019.])")
 _NAME_SEPARATORS = frozenset("-'\u2019.")
 _REDRAWS = 16  # redraws before giving up on a value that has nothing to change (no letter, no digit)
-_NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN}
+_NUMERIC = {D.PHONE, D.CN_MOBILE, D.CN_ID, D.CARD, D.US_SSN, D.ACCOUNT}
+_MASKS = frozenset("*•#")  # a partly masked value keeps its masks (only its digits change)
+_MASKABLE = {D.CARD, D.US_SSN, D.IBAN, D.ACCOUNT}
 
 
 def _is_num_char(ch: str) -> bool:
@@ -45,7 +48,7 @@ def _is_num_char(ch: str) -> bool:
 
 def normalize(kind: str, value: str) -> str:
     if kind in _NUMERIC:
-        return D._norm_number(value)
+        return norm_number(value)
     if kind == D.EMAIL:
         return unicodedata.normalize("NFKC", value).lower()
     if kind == D.IBAN:
@@ -100,6 +103,12 @@ def _rand_digits(rng: KeyedRandom, n: int) -> str:
     return rng.digits(n)
 
 
+def _masked(orig: str, norm: str, rng: KeyedRandom) -> str:
+    """A partly masked value (`**** **** **** 4242`, `XXXX-XXXX-4521`): its digits redrawn in
+    their script, everything else (the masks, a country code) kept."""
+    return "".join(digit_like(ch, b % 10) if ch.isdigit() else ch for ch, b in zip(orig, rng.bytes(len(orig))))
+
+
 class Substituter:
     def __init__(self, key: bytes, cache_size: int = 65536):
         self._key = key
@@ -119,7 +128,7 @@ class Substituter:
             return hit
         norm = normalize(kind, orig)
         rng = self.rng(kind, norm)
-        draw = self._by_kind[kind]
+        draw = _masked if kind in _MASKABLE and (not _MASKS.isdisjoint(orig) or "XXXX" in orig.upper()) else self._by_kind[kind]
         new = draw(orig, norm, rng)
         # Never hand back the original (a common name drawn onto itself, a phone whose random
         # digits came out the same): redraw from the same keyed stream, so the result stays
@@ -171,7 +180,7 @@ class Substituter:
         if xi > 0:  # an extension glued on (555-123-4567x565): the number, then new extension digits
             main = orig[:xi]
             ext = "".join(digit_like(c, rng.randrange(10)) if c.isdigit() else c for c in orig[xi + 1:])
-            return self._sub_phone(main, D._norm_number(main), rng) + orig[xi] + ext
+            return self._sub_phone(main, norm_number(main), rng) + orig[xi] + ext
         keep = 0
         stripped = orig.lstrip()
         intl = stripped[:1] in "+\uff0b"
@@ -180,6 +189,9 @@ class Substituter:
             keep = lead + _country_code_len(norm[lead:])
         keep += 1  # first national digit (trunk 0 or area-code lead) keeps the number plausible
         return _layout(orig, norm[:keep] + _rand_digits(rng, len(norm) - keep))
+
+    def _sub_account(self, orig: str, norm: str, rng: KeyedRandom) -> str:
+        return _layout(orig, _rand_digits(rng, len(norm)))
 
     def _sub_us_ssn(self, orig: str, norm: str, rng: KeyedRandom) -> str:
         area = rng.randrange(1, 900)

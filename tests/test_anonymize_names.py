@@ -93,6 +93,11 @@ def test_latin_names_without_triggers_recall(scrubber):
         ("Ask Siobhan O'Brien-Sullivan.", ["Siobhan", "O'Brien-Sullivan"]),
         ("Amanda's laptop is broken", ["Amanda"]),
         ("my name is lena andersson", ["lena", "andersson"]),
+        ("my name is randy cox.", ["randy", "cox"]),  # a surname that is a short English word
+        # a full stop ends the sentence, it does not make the name code (`Name.attr`); the German
+        # text after it has no other cue for the name
+        ("Hi, my name is Randy Cox. Antworten alle Flasche Sommer Hilfe.", ["Randy", "Cox"]),
+        ("Name: Courtney Hicks. Antworten alle Flasche Sommer Hilfe.", ["Courtney", "Hicks"]),
         ("Hi, my name is Lena Andersson. Later Lena wrote again.", ["Lena", "Andersson"]),
         ("Marie-Claire Dupont wrote the report", ["Marie-Claire", "Dupont"]),
         ("Mr. Nakamura and Mrs Whitfield arrived", ["Nakamura", "Whitfield"]),

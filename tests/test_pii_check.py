@@ -202,3 +202,23 @@ def test_words_of_other_names_drawn_as_a_planted_name_elsewhere_are_not_a_leak(t
     write_rows(tmp_path / "rec2" / "requests" / "part-0.parquet", [(r, json.dumps(b)) for r, b in leaked.items()])
     leaks = LeakChecker(planted, sub, quoted).scan_dataset(tmp_path / "rec2").leaks
     assert [(lk.value, lk.request, lk.own_row) for lk in leaks] == [("james macias", "r2", False)]
+
+
+def test_the_demo_traffic_scrubbed_holds_none_of_its_planted_values():
+    """The demo's own bodies (English chats with German filler, batch records), through the body
+    scrubber the recorder uses: every planted value is replaced in its own body. (A merge once
+    kept names followed by a full stop and German text; only the slow demo test saw it.)"""
+    from shadowreplay.shadow.traffic import Generator
+
+    scrubber = Scrubber(KEY)
+    survived, total = [], 0
+    for seed in range(4):
+        gen = Generator("m", seed)
+        for i in range(50):
+            body = gen.chat((40, 120), (8, 16)) if i % 5 else gen.batch(300, 8)
+            out = scrubber.scrub_body(json.dumps(body).encode(), "application/json").text.lower()
+            for kind, value in gen.last_planted:
+                total += 1
+                if value.lower() in out:
+                    survived.append((kind, value))
+    assert total == 600 and survived == []

@@ -1,0 +1,693 @@
+"""Recognizers of secrets: machine keys by their format, and any value a secret word declares.
+
+* `KeyFormats`: known key formats (`sk-`, `AKIA`, JWTs, `ghp_`, PEM private key bodies, ...),
+  strong shapes found by a literal with `str.find` and matched at that position only.
+* `UrlPasswords`: the password of a URL (`postgres://admin:S3cret!@db`), a strong shape;
+  a placeholder (`password`, `<pass>`, `${DB_PASS}`) fails its validator.
+* `CommandPasswords`: passwords on a command line (`mysql -u root -pX`, `sshpass -p X`,
+  `curl -u user:X`, `redis-cli -a X`), strong shapes.
+* `DeclaredSecrets`: values a secret word declares, in any language whose words are in
+  data/context-password.txt, context-key.txt, context-pin.txt and context-username.txt: quoted
+  or backticked after the word (`his password "X"`, `密码“X”`, `パスワード「X」`), after a copula
+  (`my password is X`, `Mein Passwort lautet X`, `パスワードはXです`), a passphrase's words, a
+  PIN or one-time code's digits, the login beside a password (`username X, password Y`,
+  `a@b.example / X`); and config lines, whose key's name says password/secret/token/key
+  (`DB_PASSWORD=X`, `export PGPASSWORD='X'`, `SECRET_KEY = "..."`, `"password": "X"`,
+  `password: X`). Each is a weak shape found right after its context word; its validator fails
+  for what is no value: code (`None`, `getpass()`, `os.environ[...]`, `raise`), a placeholder,
+  a plain word after a copula (`password is required`), and, for keys and tokens, a value
+  that does not look random.
+
+The decision is evidence.decide's, as for every kind."""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import math
+import re
+
+import ahocorasick
+
+from .gazetteer import ENGLISH_WORDS
+from .evidence import FAIL, FOUND, NONE, PASS, STRONG, WEAK, Candidate, Doc, alternation, context_words
+from .spans import EMAIL, SECRET
+
+# ---------------------------------------------------------------- known key formats
+_SK = re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")  # OpenAI, Anthropic
+_AWS = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")
+_GITHUB = re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}")
+_STRIPE = re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}")  # secret and restricted keys
+# (literal, search the lower-cased text?, a character the text must contain for it to matter, the pattern)
+_SECRET_FIND = (
+    ("sk-", True, "-", _SK),
+    ("AKIA", False, "", _AWS),
+    ("ASIA", False, "", _AWS),
+    ("eyJ", False, "", re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),  # JWT
+    ("ghp_", True, "_", _GITHUB), ("gho_", True, "_", _GITHUB), ("ghs_", True, "_", _GITHUB),
+    ("ghu_", True, "_", _GITHUB), ("ghr_", True, "_", _GITHUB),
+    ("github_pat_", False, "_", re.compile(r"github_pat_[A-Za-z0-9_]{40,}")),
+    ("xox", True, "-", re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}")),  # Slack
+    ("bearer", True, "", re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}")),
+    ("AIza", False, "", re.compile(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),  # Google (Gemini) API keys
+    ("sk_", False, "_", _STRIPE), ("rk_", False, "_", _STRIPE),
+    ("hf_", False, "_", re.compile(r"hf_[A-Za-z0-9]{30,}")),  # Hugging Face
+    ("glpat-", False, "-", re.compile(r"glpat-[A-Za-z0-9_\-]{20,}")),  # GitLab
+    ("npm_", False, "_", re.compile(r"npm_[A-Za-z0-9]{36}")),
+    ("gsk_", False, "_", re.compile(r"gsk_[A-Za-z0-9]{40,}")),  # Groq
+    ("r8_", False, "_", re.compile(r"r8_[A-Za-z0-9]{30,}")),  # Replicate
+    ("SG.", False, ".", re.compile(r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}")),  # SendGrid
+    # a PEM or PGP private key: the lines of its body, base64 or a header (Proc-Type: ...,
+    # Version: ...), the BEGIN and END lines kept; also when cut short before its END line
+    ("-----BEGIN ", False, "-", re.compile(r"-----BEGIN [A-Z0-9 ]{0,20}PRIVATE KEY(?: BLOCK)?-----[ \t]*(?:\r?\n|\\n)"
+                                             r"((?:(?:[A-Za-z][A-Za-z\-]*:[ \t][^\r\n\\]*|[A-Za-z0-9+/=]*)(?:\r?\n|\\n))*"
+                                             r"[A-Za-z0-9+/=]{4,})(?=[ \t]*(?:\r?\n|\\n|$|[\"'`]))")),
+)
+_KEYWORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+class KeyFormats:
+    name = "key formats"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        if not doc.letters:
+            return
+        text, lo = doc.text, doc.lo
+        has = {"-": "-" in text, "_": "_" in text, ".": "." in text, "": True}
+        for kw, in_lower, needs, pat in _SECRET_FIND:
+            if not has[needs]:  # cheap gate: sk-/xox- need a dash, gh?_ an underscore
+                continue
+            hay = lo if in_lower else text
+            p = hay.find(kw)
+            while p != -1:
+                if p == 0 or text[p - 1] not in _KEYWORD_CHARS:
+                    m = pat.match(text, p)
+                    if m:
+                        out.append(Candidate(m.start(pat.groups), m.end(pat.groups), SECRET, STRONG))
+                p = hay.find(kw, p + 1)
+
+
+# ---------------------------------------------------------------- what is no secret value
+_PLACEHOLDERS = frozenset(
+    "password passwd pass pwd secret token key apikey api_key changeme xxx xxxx xxxxxx xxxxxxxx none null nil "
+    "undefined true false yes no empty example placeholder redacted hidden masked required optional string str "
+    "your_password yourpassword mypassword your-password value foo bar baz test".split()
+)
+_CODE_WORDS = frozenset(keyword.kwlist) | frozenset(
+    "none null nil undefined true false self cls this str int bytes bool float dict list tuple object any optional "
+    "callable await async raise return pass yield lambda new var let const def".split()
+)
+_PLACEHOLDER_SHAPE = re.compile(r"[*xX•.#_\-]+|<[^<>]*>|\{\{?[^{}]*\}\}?|\$\{?(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?|%\(?[a-z_]*\)?[sd]|\[[^\[\]]*\]|\.\.\.|…")
+_DIGIT_IN_WORD = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
+_CODE_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def placeholder(v: str) -> bool:
+    """A value that stands for a secret rather than being one: `***`, `<password>`, `${PASS}`,
+    `%s`, `password`, `changeme`, `None`."""
+    return v.lower().strip(" '\"`") in _PLACEHOLDERS or _PLACEHOLDER_SHAPE.fullmatch(v) is not None
+
+
+def code_value(text: str, s: int, e: int, assigned: bool = True) -> bool:
+    """The value at text[s:e] is an expression, not a literal: a call (`getpass()`), an
+    attribute path (`os.environ.get`), an index (`env["X"]`), a keyword or builtin (`None`,
+    `raise`, `str`), a variable or constant name (`DB_PASSWORD`, `password_env`)."""
+    v = text[s:e]
+    if v.lower() in _CODE_WORDS or (v[:1] == "_" and v[1:].isidentifier()):
+        return True  # (`_PasswordType`: a private name)
+    if not assigned:  # after a copula in prose (`is`, `es`, `lautet`) only a keyword is code
+        return False
+    nxt = text[e : e + 1]
+    if nxt in ("(", "[") or (nxt == "." and (text[e + 1 : e + 2].isalnum() or text[e + 1 : e + 2] == "_")):
+        return True
+    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ") and not _DIGIT_IN_WORD.search(v):
+        return True  # os.environ.get, settings.DB_PASSWORD (not rR.xg29jt: digits inside a word)
+    # snake_case names and SCREAMING_SNAKE constants (password_env: DB_PASSWORD) are references
+    return v.isidentifier() and "_" in v and (v.lower() == v or v.upper() == v) and not any(c.isdigit() for c in v)
+
+
+def _entropy(s: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in s:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_CAMEL_WORDS = re.compile(r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*")
+
+
+def looks_random(value: str) -> bool:
+    """A key or token rather than a word: 8+ characters with digits or mixed case, entropy >= 3."""
+    if len(value) < 8:
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    if not has_digit and _CAMEL_WORDS.fullmatch(value):
+        return False  # TokenCredential, Encryption: words, a type's name
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return (has_digit or mixed) and _entropy(value) >= 3.0
+
+
+def password_like(value: str) -> bool:
+    """What a user types as a password, rather than a word of the sentence: a digit, a symbol,
+    or a capital after the first letter (`hunter2`, `Tr0ub4dor&3`, `sommerSonne`)."""
+    return any(c.isdigit() or not (c.isalnum() or c in "'’-") for c in value) or any(c.isupper() for c in value[1:])
+
+
+# ---------------------------------------------------------------- URLs and command lines
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{0,64}:([^\s/@\x00\"'<>]{1,128})@")
+
+
+class UrlPasswords:
+    name = "URL passwords"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        text = doc.text
+        if "://" not in text or "@" not in text:
+            return
+        for m in _URL_PASSWORD.finditer(text):  # postgres://admin:S3cretPass!@db: the password
+            v = m.group(1)
+            out.append(Candidate(m.start(1), m.end(1), SECRET, STRONG, FAIL if placeholder(v) else NONE))
+
+
+_COMMAND = re.compile(
+    r"(?:(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>[^\s\x00\"'`]+)"
+    r"|(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"
+    r"|(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"
+    r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+))"
+)
+
+
+class CommandPasswords:
+    name = "command lines"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        lo = doc.lo
+        if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo):
+            return
+        for m in _COMMAND.finditer(doc.text):
+            g = m.lastgroup
+            if g is not None:
+                v = m.group(g).strip("'\"")
+                s = m.start(g) + (m.group(g).find(v) if v else 0)
+                out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or placeholder(v) else NONE))
+
+
+# ---------------------------------------------------------------- values a secret word declares
+_QUOTES = {"'": "'", '"': '"', "`": "`", "\u201c": "\u201d", "\u2018": "\u2019", "\u300c": "\u300d", "\u300e": "\u300f",
+           "\u00ab": "\u00bb", "\u201e": "\u201c", "\u201a": "\u2018", "\u2039": "\u203a", "\uff02": "\uff02", "\uff07": "\uff07"}
+_OPEN = "".join(_QUOTES)
+# where an unquoted value ends: a space, a quote, sentence punctuation followed by a space or
+# the end, CJK punctuation, a Japanese copula
+_VALUE = re.compile(r"[^\s\x00\"'`“”«»「」『』，。；、！？（）()<>\[\]{}]+")
+_TRAIL = ".,;:!?)"
+_JA_END = ("です", "でした", "だ", "。")
+_KO_TAIL = re.compile(r"[\uac00-\ud7a3]+$")  # 입니다, 이에요 glued to an ASCII password
+_DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
+_PAIR_SEP = re.compile(r"[ \t]*(?:/|:|\||,)[ \t]*")
+
+
+def _stems(phrases) -> ahocorasick.Automaton:
+    """One automaton of the first four characters of every phrase (its first word's), less those
+    another stem starts (`api` finds `apik`): every place a phrase may start, in one pass over
+    the text (four times faster here than str.find per stem, or a regular expression)."""
+    heads = sorted({re.split(r"[ \-]", p)[0][:4] for p in phrases})
+    auto = ahocorasick.Automaton()
+    for h in heads:
+        if not any(o != h and h.startswith(o) for o in heads):
+            # (Latin and Cyrillic stems stand at the start of a word; CJK and kana ones may be glued)
+            auto.add_word(h, (len(h) - 1, h[0] <= "\u04ff"))
+    auto.make_automaton()
+    return auto
+
+
+def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
+    out = set()
+    for end, (back, word_start) in auto.iter(lo):
+        i = end - back
+        if not (word_start and i and (lo[i - 1].isalnum() or lo[i - 1] == "_")):
+            out.add(i)
+    return sorted(out)
+
+
+# what makes a password word one for several words (a passphrase): `pass phrase`, `frase
+# secreta`, `парольная фраза`, `密码短语`, `助记词`, `合言葉`, `암호 문구`
+_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "合言葉", "パスフレーズ", "프레이즈", "문구", "satz")
+
+
+@functools.cache
+def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ahocorasick.Automaton]:
+    """(the scan over every secret word of every language, the copulas, phrase -> its family
+    (password, passphrase, key, pin, username), the passphrase words, where phrases may start)"""
+    family: dict[str, str] = {}
+    copulas: list[str] = []
+    for fam in ("key", "username", "pin", "password"):  # (a later family wins a shared phrase)
+        for lang, phrases in context_words(fam).items():
+            if lang == "copula":
+                copulas += phrases
+                continue
+            for p in phrases:
+                family[p] = fam
+    passphrase = frozenset(p for p in family if any(w in p for w in _PHRASE_WORDS))
+    for p in passphrase:
+        family[p] = "passphrase"
+    # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
+    # the boundaries are checked on each hit)
+    scan = re.compile(alternation(list(family), bounded=False))
+    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)[ \t]+[^\W\d_]{1,12}[ \t]+)?"
+               + alternation(copulas)
+               + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
+    return scan, re.compile(between), family, passphrase, _stems(family)
+
+
+# up to two short words between a secret word and a quoted value: `password for root 'X'`,
+# `password was "X"`, `密码是“X”`, `비밀번호는 'X'`
+_TO_QUOTE = re.compile(r"[ \t\u00a0\u3000:：=\-–—,]*(?:[^\W\d_]{1,12}[ \t\u00a0\u3000:：=]*){0,2}?(?=[" + re.escape(_OPEN) + "])")
+_LETTER_BEFORE = re.compile(r"[^\W\d_]")
+_WORD_CHAR = re.compile(r"[\w]")
+
+
+def _bounded(lo: str, s: int, e: int, phrase: str) -> bool:
+    """A Latin or Cyrillic phrase stands as a whole word (not `spin`, `passenger`); CJK, kana
+    and Hangul ones may be glued (`密码是`, `비밀번호는`)."""
+    if not phrase[:1].isascii() and not ("\u00c0" <= phrase[0] <= "\u04ff"):
+        return True
+    if s > 0 and (lo[s - 1].isalnum() or lo[s - 1] == "_"):
+        return False
+    return not (e < len(lo) and lo[e].isalpha() and lo[e].isascii() or (e < len(lo) and "\u0400" <= lo[e] <= "\u04ff"))
+
+
+class DeclaredSecrets:
+    name = "declared secrets"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        scan, between, family, _, stems = _words()
+        text, lo = doc.text, doc.lo
+        # the scan runs only where a phrase's first four characters stand (str.find is far faster
+        # than a regular-expression scan of the whole text)
+        starts = _starts(stems, lo)
+        if not starts:
+            return
+        n = len(text)
+        covered = 0
+        near: list[tuple[int, int, str]] = []
+        for i in starts:
+            if i < covered:
+                continue
+            m = scan.match(lo, i)
+            if m is None:
+                continue
+            s, e = m.span()
+            covered = e
+            phrase = m.group()
+            if not _bounded(lo, s, e, phrase):
+                continue
+            fam = family.get(phrase)
+            if fam is None:  # (a phrase matched with other spaces or hyphens)
+                fam = family.get(re.sub(r"[ \t\u00a0\-]+", " ", phrase), "password")
+            if e < n and (text[e] in "_-" or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
+                continue  # part of an identifier: the config-line recognizer reads it
+            if fam != "username":
+                near.append((s, e, fam))
+            q = _TO_QUOTE.match(text, e)
+            if q and q.end() - e <= 24 and "\n" not in text[e : q.end()]:
+                self._quoted(doc, q.end(), fam, out)
+                continue
+            b = between.match(text, e)
+            p = b.end()
+            if "==" in text[e : p + 1] or "!=" in text[e - 1 : p]:
+                continue  # a comparison: `if password == confirm`
+            if p >= n:
+                continue
+            if fam == "pin":
+                d = _DIGITS_CODE.match(text, p)
+                if phrase in _BARE_CODE:  # `Use code 675783`: a one-time code's six or more digits, right after
+                    if not d:  # or after a few words and a colon: `Code zur Anmeldung: 147504`
+                        w = _PIN_WORDS.match(text, e)
+                        if w and ":" in text[e : w.end()] or w and "：" in text[e : w.end()]:
+                            d = _DIGITS_CODE.match(text, w.end())
+                    if d and d.end() - d.start() >= 6 and text[d.start() : d.end()].isdigit() and not (d.end() < n and text[d.end()].isalnum()):
+                        out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
+                    continue
+                if not d:  # `PIN de la tarjeta es 589169`, `Code zur Anmeldung: 147504`: a few words first
+                    w = _PIN_WORDS.match(text, e)
+                    if w:
+                        p = w.end()
+                        d = _DIGITS_CODE.match(text, p)
+                if d and not (d.end() < n and text[d.end()].isdigit()) and (p > e or text[p - 1] in " \t:："):
+                    out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
+                continue
+            if fam == "passphrase" and text[e:p].strip():
+                self._phrase(text, p, out)
+                continue
+            if fam == "username":
+                self._login(doc, p, out)
+                continue
+            v = _VALUE.match(text, p)
+            if not v or (p == e and not _spaced_or_cjk(text, e, phrase)):
+                continue
+            vs, ve = v.span()
+            q = _NEXT_PARAM.search(text, vs, ve)  # `?token=X&page=2`: the query's next parameter is not the value
+            ve = _trim(text, vs, q.start() if q else ve)
+            if ve - vs < 3:
+                far = _far_value(text, e)  # `Пароль от wifi X`: a short word first
+                if far:
+                    out.append(Candidate(far[0], far[1], SECRET, WEAK, NONE, FOUND))
+                continue
+            value = text[vs:ve]
+            cjk_word = phrase[0] > "\u04ff"  # (a CJK, kana or Hangul word: not `contraseña`)
+            colon = any(c in ":：=" for c in text[e:p])
+            if cjk_word and not _typed(value) and not colon:
+                ja = next((value.find(t) for t in _JA_END if value.find(t) > 0), -1)
+                if ja > 0 and _typed(value[:ja]):  # (not `8文字以上にしてください`)
+                    ve = vs + ja
+                    value = text[vs:ve]
+                elif _KO_TAIL.search(value) and value[0].isascii():
+                    ve = vs + len(value) - len(_KO_TAIL.search(value).group())
+                    value = text[vs:ve]
+                else:
+                    continue
+            if len(value) < 3:
+                continue
+            if fam == "key":
+                check = PASS if looks_random(value) and not code_value(text, vs, ve) else FAIL
+            elif code_value(text, vs, ve, colon) or placeholder(value):
+                check = FAIL
+            elif password_like(value) or (cjk_word and (colon or _typed(value))):
+                check = NONE
+            else:
+                check = FAIL  # a plain word after the word: `password is required`, `password manager`
+                far = _far_value(text, e)  # unless a few words on a password stands: `Пароль от wifi X`
+                if far:
+                    vs, ve = far
+                    check = NONE
+            out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
+        if near:
+            _near_quoted(doc, near, out)
+
+    @staticmethod
+    def _quoted(doc: Doc, q: int, fam: str, out: list[Candidate]) -> None:
+        text = doc.text
+        close = _QUOTES[text[q]]
+        end = text.find(close, q + 1, q + 130)
+        if end <= q + 1 or "\n" in text[q + 1 : end] or "\x00" in text[q + 1 : end]:
+            return
+        vs, ve = q + 1, end
+        if text[q] == "\u00ab":  # « X », French spacing inside the guillemets
+            while vs < ve and text[vs] in " \u00a0\u202f":
+                vs += 1
+            while ve > vs and text[ve - 1] in " \u00a0\u202f":
+                ve -= 1
+        value = text[vs:ve]
+        if value[:1] in " ,;)]}" or value[-1:] == " " or placeholder(value) or (fam == "pin" and not value.strip().isdigit()):
+            check = FAIL
+        elif fam == "key":
+            check = PASS if looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value else FAIL
+        elif fam == "username":
+            check = NONE if _password_after(doc, ve) else FAIL
+        else:
+            check = NONE
+        out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
+
+    @staticmethod
+    def _phrase(text: str, p: int, out: list[Candidate]) -> None:
+        """A passphrase's words, to the end of its clause: at most eight words, 64 characters."""
+        e = p
+        words = 0
+        n = len(text)
+        while e < n and words < 8:
+            v = _VALUE.match(text, e)
+            if not v:
+                break
+            ve = _trim(text, e, v.end())
+            e = ve
+            words += 1
+            if ve < v.end() or e >= n or text[e] != " " or e - p > 64:
+                break
+            e += 1
+        e = e if e > p and text[e - 1] != " " else e - 1
+        if e - p >= 8 and " " in text[p:e]:
+            value = text[p:e]
+            first = value.split(" ", 1)[0].lower()
+            check = FAIL if placeholder(value) or first in _NOT_PHRASE_START else NONE
+            out.append(Candidate(p, e, SECRET, WEAK, check, FOUND))
+
+    @staticmethod
+    def _login(doc: Doc, p: int, out: list[Candidate]) -> None:
+        """The login beside a password (`username X, password Y`; `login: X / Y`)."""
+        text = doc.text
+        v = _VALUE.match(text, p)
+        if not v:
+            return
+        vs, ve = v.start(), _trim(text, v.start(), v.end())
+        if ve - vs < 2 or code_value(text, vs, ve, False) or placeholder(text[vs:ve]) or text[vs:ve] in _LOGIN_NOT or (
+            text[vs:ve].isalpha() and text[vs:ve].lower() in ENGLISH_WORDS and text[vs:ve].lower() not in _LOGIN_WORDS):
+            return
+        pair = _PAIR_SEP.match(text, ve)
+        if pair and text[ve : pair.end()].strip() == "/":
+            w = _VALUE.match(text, pair.end())
+            if w:
+                ws, we = w.start(), _trim(text, w.start(), w.end())
+                if we - ws >= 3 and not placeholder(text[ws:we]):
+                    out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+                    out.append(Candidate(ws, we, SECRET, WEAK, NONE, FOUND))
+            return
+        if _password_after(doc, ve):
+            out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+# a few words between a PIN word and its digits, on the same line: `PIN de la tarjeta es`,
+# `code PIN de la carte est`, `Code zur Anmeldung:`, `ПИН-код карты`
+_PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}){1,4}[ \t]*[:：]?[ \t]*(?=\d)")
+_OPENERS = frozenset(_OPEN)
+_NEXT_PARAM = re.compile(r"&(?=[A-Za-z_][\w.\-]*=)")
+# a word that names many codes (`error code 1234`): a one-time code only as six digits or more
+_BARE_CODE = frozenset(("code", "código", "codigo", "код", "codice", "kod", "kode"))
+_SENTENCE_STOP = re.compile(r"[.!?。！？](?:\s|$)|[\n\x00]")
+
+
+# nouns that make a compound with a secret word: what follows is about that thing
+_COMPOUND_NEXT = frozenset(
+    "manager managers policy policies field fields form reset hash hashes length strength requirement requirements rule "
+    "rules prompt box generator vault store storage change expiry history hint hints manager's "
+    "manager-app gestor gestionnaire verwaltung manager-app менеджер".split())
+_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,14}(?!\w)){1,3}[ \t]*(?:[:：=][ \t]*)?")
+
+
+def _far_value(text: str, e: int) -> tuple[int, int] | None:
+    """A value one to three words after a secret word, on its line, when it has a password's
+    strict shape (`contraseña nueva: P@ss1`, `Пароль от wifi maple640`, `mot de passe du
+    NAS hunter22`); words between and a plain word after are the sentence's."""
+    w = _SKIP_WORDS.match(text, e)
+    if not w or text[e : w.end()].split(None, 1)[0].lower() in _COMPOUND_NEXT:
+        return None  # `password manager is 1Password`: the word names a thing about passwords
+    v = _VALUE.match(text, w.end())
+    if not v:
+        return None
+    vs, ve = v.start(), _trim(text, v.start(), v.end())
+    if _quoted_password(text[vs:ve]) and not code_value(text, vs, ve) and not (ve < len(text) and text[ve] in "(["):
+        return vs, ve
+    return None
+
+
+# words that start a sentence's predicate, not a passphrase: `the passphrase is too short`,
+# `passphrase must be long`, `passphrase protects your key`
+_NOT_PHRASE_START = frozenset(
+    "is the a an too very not no so must should can cannot will would may might has have had was were "
+    "be been being protects protect of for to and or that which it its this your my our their".split())
+
+
+def _compound(text: str, s: int) -> bool:
+    """`WLAN-Passwort`, `Root-Kennwort`: a word joined to a secret word by a hyphen in prose
+    (a letter run before the hyphen with a space or the start before it), not `db-password`."""
+    i = s - 1
+    j = i
+    while j > 0 and text[j - 1].isalpha():
+        j -= 1
+    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and text[j].isupper()
+
+
+def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate]) -> None:
+    """A quoted value shaped like a password in the same sentence as a secret word, before or
+    after it (`reset it to 'X' and send me the new password`, `the password (`X`)`, `Kennwort
+    für den Router: 'X'`, `la contraseña de la base de datos es «X»`): weak shape, its context
+    found. A value with a space, an address, a URL, a placeholder or a name of code is kept."""
+    text = doc.text
+    n = len(text)
+    seen: set[int] = set()
+    for s, e, _fam in near:
+        a = max(0, s - 100)
+        for m in _SENTENCE_STOP.finditer(text, a, s):
+            a = m.end()
+        stop = _SENTENCE_STOP.search(text, e, min(n, e + 100))
+        b = stop.start() if stop else min(n, e + 100)
+        for q in range(a, b):
+            c = text[q]
+            if c not in _OPENERS or q in seen or (q > 0 and _glued(text[q - 1])):
+                continue  # (`c'est`, `variant='B'`, `"a"||l.type==="b"`: no quote of prose)
+            close = text.find(_QUOTES[c], q + 1, min(n, q + 66))
+            if close <= q + 4 or (close + 1 < n and (_glued(text[close + 1]) or text[close + 1] in "([=")):
+                continue
+            vs, ve = q + 1, close
+            if text[vs] in "   " and c == "«":  # « X »
+                while vs < ve and text[vs] in "   ":
+                    vs += 1
+                while ve > vs and text[ve - 1] in "   ":
+                    ve -= 1
+            value = text[vs:ve]
+            if _quoted_password(value) and not code_value(text, vs, ve):
+                seen.add(q)
+                out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+def _quoted_password(v: str) -> bool:
+    """A password's shape, strict (the value stands apart from its word): 4-64 characters, no
+    space, a letter and a digit or a symbol, no address, URL, path or placeholder."""
+    if not 4 <= len(v) <= 64 or any(c.isspace() for c in v) or placeholder(v):
+        return False
+    if "://" in v or "@" in v and "." in v.rsplit("@", 1)[-1] or v.startswith(("/", "./", "~/")):
+        return False
+    if "(" in v or ")" in v or "::" in v or any(c in v for c in "'\"`") or v.count("/") > 1 or "==" in v or _MEASURE.fullmatch(v):
+        return False  # a call, a path, a comparison, `64-bit`
+    letter = any(c.isalpha() for c in v)
+    digit = any(c.isdigit() for c in v)
+    symbol = any(c in "!#$%&*+=?^~@|<>" for c in v)
+    return letter and (digit or symbol) and not _CODE_VALUE.fullmatch(v) and not _IDENT.fullmatch(v)
+
+
+
+
+def _glued(c: str) -> bool:
+    """A quote with this character beside it belongs to code or a word (`c'est`, `"a"||b`,
+    `x.get("k")`), not to prose."""
+    return c.isascii() and (c.isalnum() or c in "_|&+*/\\`$")
+
+
+_MEASURE = re.compile(r"\d+[-_]?[A-Za-z]{1,6}")  # 64-bit, 100ms, 3rd
+_IDENT = re.compile(r"[A-Z_]+[0-9]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")  # DB_PASSWORD, api_key_2
+
+
+# words after a login word that are the sentence's, not a login: `the login form has ...`
+_LOGIN_WORDS = frozenset("admin root guest user test demo operator".split())  # logins that are words too
+_LOGIN_NOT = frozenset("form forms page screen field fields button flow details data info information name names and or "
+                       "is was with for to of in on at the a an".split())
+
+
+def _typed(value: str) -> bool:
+    """ASCII or full-width ASCII only: what a user types as a password in CJK text."""
+    return all("!" <= c <= "~" or "\uff01" <= c <= "\uff5e" for c in value)
+
+
+def _spaced_or_cjk(text: str, e: int, phrase: str) -> bool:
+    """A value glued right to its word is one only after a CJK, kana or Hangul word (`密码X`)."""
+    return not phrase.isascii() and not ("\u00c0" <= phrase[0] <= "\u04ff")
+
+
+def _trim(text: str, s: int, e: int) -> int:
+    while e - s > 1 and text[e - 1] in _TRAIL and (e == len(text) or not text[e].isalnum()):
+        e -= 1
+    return e
+
+
+def _password_after(doc: Doc, p: int) -> bool:
+    """A password word in the 40 characters after p, on the same line."""
+    scan, _, family, _, _ = _words()
+    window = doc.lo[p : p + 40].split("\n", 1)[0].split("\x00", 1)[0]
+    return any(family.get(m.group()) in ("password", "passphrase") for m in scan.finditer(window))
+
+
+# ---------------------------------------------------------------- credential pairs after an e-mail
+_EMAIL_LIKE = re.compile(r"@[A-Za-z0-9\-]+\.[A-Za-z]{2,}")
+_PORT = re.compile(r"\d{1,5}(?:[/?#]|$)")
+_AFTER_EMAIL = re.compile(r"(?:[ \t]*/[ \t]*|:)([^\s\x00\"'`,;<>()\[\]{}]{3,64})")
+
+
+def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
+    """`name@mail.example / X`, `name@mail.example:X`: the value after an e-mail address."""
+    text = doc.text
+    for sp in spans:
+        if sp.kind != EMAIL:
+            continue
+        m = _AFTER_EMAIL.match(text, sp.end)
+        if not m:
+            continue
+        v = m.group(1)
+        vs, ve = m.start(1), _trim(text, m.start(1), m.end(1))
+        if _PORT.match(v) or _EMAIL_LIKE.search(v) or "://" in v or placeholder(text[vs:ve]):
+            continue  # a port (user@host:8080/db), another address
+        if text[sp.end] == ":" and not password_like(text[vs:ve]):
+            continue  # `a@b.example:` then a word: a label, a mail header
+        out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+# ---------------------------------------------------------------- config lines
+_KV_WORDS = ("key", "secret", "token", "pass", "pwd")
+# what must follow a key-like word for the next value to be a credential: the rest of the key's
+# name, a closing quote, `:`/`=`/` is `, then a quoted value (whole) or a bare one (an `&` in
+# it too, unless a query's next `name=` follows: `?token=X&page=2`)
+_KV_TAIL = re.compile(
+    r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}"
+    r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|((?:[^\s\x00\"',;{}<>()\[\]&]|&(?![A-Za-z_][\w.\-]*=)){4,}))"
+)
+_PASSWORD_WORDS = ("pass", "pwd")
+_CREDENTIAL_PARTS = frozenset(
+    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd credential credentials".split()
+)
+_CREDENTIAL_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "pwd")  # PGPASSWORD, DBPASS
+_IDENT_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def credential_name(ident: str) -> bool:
+    """api_key, apiKey, SECRET_KEY, access-token, password, PGPASSWORD: a credential's name.
+    tokenizer, monkey, keyboard, passenger: not (the key word is not a whole part of the name,
+    nor the end of a name in capitals)."""
+    for part in _IDENT_PARTS.findall(ident):
+        low = part.lower()
+        if low in _CREDENTIAL_PARTS or (part.isupper() and len(part) > 6 and low.endswith(_CREDENTIAL_ENDINGS)):
+            return True
+    return False
+
+
+class ConfigSecrets:
+    name = "config lines"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        text, lo = doc.text, doc.lo
+        if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
+            return
+        for kw in _KV_WORDS:
+            p = lo.find(kw)
+            while p != -1:
+                m = _KV_TAIL.match(text, p + len(kw))
+                if m:
+                    g = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
+                    a = p
+                    while a > 0 and p - a < 30 and text[a - 1] in _KEYWORD_CHARS:
+                        a -= 1
+                    ident = text[a : m.start(g)].split("=")[0].split(":")[0].strip(" \t\"'")
+                    if ident.lower().endswith(" is"):
+                        ident = ident[:-3]
+                    if credential_name(ident) or credential_name(ident.lower()):
+                        out.append(self._judge(text, lo[a : m.start(g)], m, g))
+                p = lo.find(kw, p + 1)
+
+    @staticmethod
+    def _judge(text: str, key: str, m: re.Match, g: int) -> Candidate:
+        vs, ve = m.span(g)
+        if g == 3:
+            ve = _trim(text, vs, ve)
+        value = text[vs:ve]
+        password = any(w in key for w in _PASSWORD_WORDS) or (g != 3 and "secret" in key)  # SECRET_KEY = "S3cr3t87!"
+        if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip():
+            check = FAIL
+        elif password:
+            # a password is what it is, quoted or not; unquoted after ` is ` only when it looks typed
+            check = NONE if g != 3 or "=" in key or ":" in key or password_like(value) else FAIL
+        else:  # a key or token: no spaces, and random-looking
+            check = PASS if looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value else FAIL
+        return Candidate(vs, ve, SECRET, WEAK, check, FOUND)

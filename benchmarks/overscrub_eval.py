@@ -1,0 +1,199 @@
+"""Over-scrub and secrets recall of the scrubber, on text with no personal data and on a
+generated corpus of secrets (issue 38).
+
+* **Over-scrub**: characters the scrubber changes, as % of all characters, on
+  - source code: real files on this machine in several languages (the Python standard library,
+    the packages of the main venv's site-packages: .py, .c/.h, .js; npm's JavaScript);
+  - English prose: the package docs of site-packages (*.md, *.rst, METADATA).
+  Changes in credit and address lines (`credit_line`: an `@`, `Author`, `Copyright`, `written
+  by`, ...: people's names and e-mail addresses, which are personal data) are counted apart.
+  Files are split by a hash of their path into `dev` (the rules may be tuned on it) and `test`
+  (reported, never tuned on). Nothing in these files is planted, so every other changed
+  character counts.
+* **Secrets recall** per phrasing family and language on benchmarks/secrets_corpus.py's
+  generated corpus (dev templates and held-out test templates), and the share of sentences
+  about passwords without one that change.
+
+    .venv/bin/python benchmarks/overscrub_eval.py [--files 120] [--examples 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from secrets_corpus import CHATTER_DEV, CHATTER_TEST, CHATTER_TEST_R1, CHATTER_TEST_R2, FAMILIES, LANGS, generate  # noqa: E402
+
+from shadowreplay.anonymize import Scrubber  # noqa: E402
+
+SITE = Path("/work/main/.venv/lib/python3.12/site-packages")
+_CREDIT_WORDS = ("author", "maintainer", "maintained by", "copyright", "written by", "contributed by", "contributors",
+                 "thanks to", "(c)", "©", "project-url", "home-page", "download-url", "license")
+
+
+def credit_line(line: str) -> bool:
+    """A line that credits people or gives an address (`# Author: Barry Warsaw`, `Copyright
+    2012 Simon Sapin`, `__author__ = ...`, any line with an `@`): its names and addresses are
+    personal data, so what changes there is no over-scrub (set aside, as the issue says)."""
+    low = line.lower()
+    return "@" in line or any(w in low for w in _CREDIT_WORDS)
+
+
+def split_of(path: str) -> str:
+    return "dev" if hashlib.sha256(path.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def _files(root: Path, patterns: tuple[str, ...], limit: int, skip_tests: bool = True) -> list[Path]:
+    if not root.is_dir():
+        return []
+    found = sorted(p for pat in patterns for p in root.rglob(pat)
+                   if p.is_file() and not (skip_tests and ({"test", "tests"} & set(p.parts))))
+    if len(found) > limit:  # every k-th, so the sample spreads over the tree
+        step = len(found) / limit
+        found = [found[int(i * step)] for i in range(limit)]
+    return found
+
+
+def _read(p: Path, max_chars: int = 200_000) -> str | None:
+    try:
+        return p.read_text(encoding="utf-8")[:max_chars]
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+def code_corpus(n: int) -> dict[str, list[tuple[str, str]]]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    sets = {
+        "python (stdlib)": _files(stdlib, ("*.py",), n),
+        "python (site-packages)": _files(SITE, ("*.py",), n),
+        "c/h (site-packages)": _files(SITE, ("*.c", "*.h"), n),
+        "javascript (npm, site-packages)": _files(Path("/usr/lib/node_modules/npm"), ("*.js",), n) + _files(SITE, ("*.js",), 10),
+    }
+    out = {}
+    for k, paths in sets.items():
+        out[k] = [(str(p), t) for p in paths if (t := _read(p))]
+    return out
+
+
+def prose_corpus(n: int) -> list[tuple[str, str]]:
+    out = []
+    for p in _files(SITE, ("*.md", "*.rst", "METADATA"), n, skip_tests=False):
+        t = _read(p)
+        if not t:
+            continue
+        out.append((str(p), t))
+    return out
+
+
+def changed(scrubber: Scrubber, text: str) -> tuple[int, int, dict[str, int], list[str]]:
+    """(characters changed outside credit lines, in them, counts, examples)"""
+    r = scrubber.scrub_text(text)
+    credit = bytearray(len(text))
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if credit_line(line):
+            credit[pos : pos + len(line)] = b"\x01" * len(line)
+        pos += len(line)
+    every = [i for i, (a, b) in enumerate(zip(text, r.text)) if a != b]
+    diff = [i for i in every if not credit[i]]
+    ex = []
+    if diff:
+        # the runs of changed characters, with some context
+        runs, start, prev = [], diff[0], diff[0]
+        for i in diff[1:]:
+            if i > prev + 1:
+                runs.append((start, prev + 1))
+                start = i
+            prev = i
+        runs.append((start, prev + 1))
+        ex = [repr(text[max(0, a - 25) : b + 10]) for a, b in runs[:3]]
+    return len(diff), len(every) - len(diff), r.counts, ex
+
+
+def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int) -> None:
+    for split in ("dev", "test"):
+        part = [(p, t) for p, t in files if split_of(p) == split]
+        if not part:
+            continue
+        s = Scrubber(b"overscrub-eval")
+        s.disable_text_cache()
+        chars = sum(len(t) for _, t in part)
+        ch = 0
+        ch_credit = 0
+        touched = 0
+        kinds: dict[str, int] = {}
+        examples: list[str] = []
+        t0 = time.process_time()
+        for path, text in part:
+            n, nc, counts, ex = changed(s, text)
+            ch += n
+            ch_credit += nc
+            touched += n > 0
+            for k, v in counts.items():
+                kinds[k] = kinds.get(k, 0) + v
+            if ex and len(examples) < n_examples:
+                examples.append(f"    {Path(path).name}: {counts} {' | '.join(ex)}")
+        dt = time.process_time() - t0
+        mb = sum(len(t.encode()) for _, t in part) / 1e6
+        print(f"| {label} | {split} | {len(part)} | {chars / 1e6:.2f} M | {ch / chars * 100:.4f} % | {ch_credit / chars * 100:.3f} % | "
+              f"{touched / len(part) * 100:.0f} % | "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))} | {mb / dt:.2f} |")
+        if examples:
+            print("\n".join(examples))
+
+
+def secrets_recall() -> None:
+    for split in ("dev", "test"):
+        s = Scrubber(b"overscrub-eval")
+        items = generate(split)
+        tab: dict[tuple[str, str], list[int]] = {}
+        for text, planted, fam, lang in items:
+            out = s.scrub_text(text).text
+            ok = all(v not in out for v in planted)
+            cell = tab.setdefault((fam, lang), [0, 0])
+            cell[0] += ok
+            cell[1] += 1
+        got, total = sum(a for a, _ in tab.values()), sum(b for _, b in tab.values())
+        print(f"\n**secrets, {split} split** ({total} values): recall {got / total:.3f}")
+        print("| family | " + " | ".join(LANGS) + " | all |")
+        print("|---|" + "---|" * (len(LANGS) + 1))
+        for fam in FAMILIES:
+            cells = [tab.get((fam, lang)) for lang in LANGS]
+            a = sum(c[0] for c in cells if c)
+            b = sum(c[1] for c in cells if c)
+            print(f"| {fam} | " + " | ".join(f"{c[0]}/{c[1]}" if c else "" for c in cells) + f" | {a / b:.3f} |")
+        per_lang = {lang: [sum(tab[(f, lang)][0] for f in FAMILIES if (f, lang) in tab), sum(tab[(f, lang)][1] for f in FAMILIES if (f, lang) in tab)]
+                    for lang in LANGS}
+        print("| all | " + " | ".join(f"{a / b:.3f}" for a, b in per_lang.values()) + f" | {got / total:.3f} |")
+        chatter = CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 if split == "dev" else CHATTER_TEST
+        moved = [t for t in chatter if s.scrub_text(t).text != t]
+        print(f"sentences about passwords without one, changed: {len(moved)} of {len(chatter)}"
+              + (f" ({', '.join(repr(t) for t in moved)})" if moved else ""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=120, help="files per code set and of prose (before the dev/test split)")
+    ap.add_argument("--examples", type=int, default=0, help="print up to this many changed snippets per set and split")
+    a = ap.parse_args()
+    print("| corpus | split | files | characters | changed (credit lines aside) | changed in credit lines | files touched | "
+          "spans by kind | MB/s (cache off) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    code = code_corpus(a.files)
+    allcode = [f for fs in code.values() for f in fs]
+    for label, files in code.items():
+        over_scrub(label, files, a.examples)
+    over_scrub("all source code", allcode, 0)
+    over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples)
+    secrets_recall()
+
+
+if __name__ == "__main__":
+    main()

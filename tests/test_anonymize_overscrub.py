@@ -1,0 +1,76 @@
+"""Over-scrub (issue 38): text with no personal data that the scrubber used to change. Each
+case names its mechanism; all of it must come back unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from shadowreplay.anonymize import Scrubber
+
+UNCHANGED = [
+    # a product after "such as" / "like" taken for a person
+    "I use a password manager such as Bitwarden.",
+    "Can you recommend a tool like Grafterix for this?",
+    # code after a credential word
+    "if not password: raise ValueError('password is required')",
+    "password = None",
+    "password: Optional[str] = None",
+    # a trigger name that is code, and "name is" followed by a sentence's short words
+    "name: Optional[str] = None",
+    "def f(name: Any, value: int): ...",
+    "The name is an identifier and an attribute; an error is raised when the name is not set.",
+    # capitalised identifiers and terms the same text writes in lower case
+    "# Instances of Field are only ever created from within this module; use field() instead.",
+    "Use the server setting. Server Error: the server said no.",
+    "import numba\n\nNumba compiles the function; numba.njit is the decorator.",
+    # digits taken as phones or cards
+    "Fixes CVE-2021-44228 and CVE-2022-22965.",
+    "HEX = b'0123456789ABCDEF'",
+    "Free Software Foundation, Boston, MA 02110-1301 USA",
+    # section numbers and version strings taken as IPv4
+    "As described in section 5.2.1.1. Append the header.",
+    "RFC-2068, section 19.6.1.2 says so",
+    "Requires-Dist: py4j<0.10.9.10,>=0.10.9.7",
+    "version 1.2.3.4 was released",
+    # a Chinese word read as a name
+    "請輸入金鑰以繼續",
+    "密钥和金鑰都要保管好",
+    # a secret word is no name
+    "Passwort vergessen? Kennwort zurücksetzen.",
+    "¿Olvidaste tu contraseña?",
+    # articles and German nouns at a sentence start taken as names
+    "Le chat est noir.", "Le mot de passe doit contenir un chiffre.", "Das Passwort muss Sonderzeichen enthalten.",
+    "El perro come.", "Der Code zur Anmeldung ist abgelaufen.",
+    # secret words beside code and things
+    "if user.check_password(password): login(user)", "The login form has username and password fields.",
+    "My password manager is 1Password.", "The passphrase is too short.", "パスワードは8文字以上にしてください",
+    "hash the secret to a 64-bit hash value", "password: _PasswordType | None = None,",
+    'if(l.type==="keydown"||l.type==="keyup"||l.type==="password")return',
+    "std::shared_ptr<Azure::Core::Credentials::TokenCredential> token_credential;", "Private Key Encryption:",
+    "passing `variant='B'` returns the other code", "Added the `Language.to_alpha3()` method, see the password docs",
+]
+
+STILL_FOUND = [
+    ("connect to 10.0.3.7 now", "10.0.3.7"),
+    ("the server is at 192.168.10.20.", "192.168.10.20"),  # an IP word declares it, full stop or not
+    ("call 415-555-2671x565", "415-555-2671"),
+    ("my name is lena andersson", "lena"),
+    ("I met Carla yesterday.", "Carla"),
+    ("https://x.io/api?token=abcdef123456&page=2", "abcdef123456"),  # the token, not the next parameter
+    ("Le Van Thanh came.", "Thanh"),
+]
+
+
+@pytest.fixture(scope="module")
+def scrubber():
+    return Scrubber(b"overscrub-test")
+
+
+@pytest.mark.parametrize("text", UNCHANGED)
+def test_unchanged(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
+@pytest.mark.parametrize("text,value", STILL_FOUND)
+def test_what_is_still_found(scrubber, text, value):
+    assert value not in scrubber.scrub_text(text).text

@@ -1,0 +1,165 @@
+"""Secrets in the phrasings people paste into chats (issue 38), in nine languages: each value is
+replaced whole (quotes kept), with the same length, the same way under one key; sentences about
+passwords that hold none stay as they are."""
+
+from __future__ import annotations
+
+import pytest
+
+from shadowreplay.anonymize import Scrubber
+
+# (family, language, text, the secret values in it)
+CASES = [
+    # quoted or backticked after a secret word
+    ("quoted", "en", "The box can be accessed with password 'Xk9#mQ2v' from the VPN.", ["Xk9#mQ2v"]),
+    ("quoted", "en", 'I reset his password "bluefish77" this morning.', ["bluefish77"]),
+    ("quoted", "en", "my password was 'correct horse' yesterday", ["correct horse"]),
+    ("quoted", "en", "use the shared password `Stag1ng!Box` for staging", ["Stag1ng!Box"]),
+    ("quoted", "zh", "我的密码是“Wq8#kLm2”，别告诉别人", ["Wq8#kLm2"]),
+    ("quoted", "zh", "密码“hunter22”已经过期了", ["hunter22"]),
+    ("quoted", "es", 'mi contraseña es "Perro#2024" pero la cambiaré', ["Perro#2024"]),
+    ("quoted", "de", "Das Kennwort „Sonne!77“ gilt bis Freitag.", ["Sonne!77"]),
+    ("quoted", "fr", "mon mot de passe est « Chat#Noir9 » depuis hier", ["Chat#Noir9"]),
+    ("quoted", "pt", "minha senha é 'Gato@123' no servidor", ["Gato@123"]),
+    ("quoted", "ja", "パスワードは「Sakura#88」です", ["Sakura#88"]),
+    ("quoted", "ko", "비밀번호는 'Hangang!7'입니다", ["Hangang!7"]),
+    ("quoted", "ru", "мой пароль «Moskva#1147», не говори никому", ["Moskva#1147"]),
+    # after a copula, unquoted
+    ("copula", "en", "my password is hunter2 for now", ["hunter2"]),
+    ("copula", "zh", "我的密码是abc123x", ["abc123x"]),
+    ("copula", "zh", "密码：芝麻开门吧，快", ["芝麻开门吧"]),
+    ("copula", "es", "mi contraseña es perro123", ["perro123"]),
+    ("copula", "de", "Mein Passwort lautet Sommer2024!", ["Sommer2024"]),
+    ("copula", "fr", "mon mot de passe est soleil42", ["soleil42"]),
+    ("copula", "pt", "a senha do wifi é casa2024", ["casa2024"]),
+    ("copula", "ja", "パスワードはhunter22です", ["hunter22"]),
+    ("copula", "ko", "비밀번호는 seoul1234입니다", ["seoul1234"]),
+    ("copula", "ru", "мой пароль qwerty987", ["qwerty987"]),
+    # credential pairs
+    ("pair", "en", "login with anna.k@mail.example.com / Tr0ub4dor&3", ["Tr0ub4dor&3"]),
+    ("pair", "en", "creds: jdoe@mail.example.com:P@ssw0rd40$", ["P@ssw0rd40$"]),
+    ("pair", "en", "username jdoe42, password Qw3rty!9", ["jdoe42", "Qw3rty!9"]),
+    ("pair", "de", "Benutzername ops-bot62, Passwort fzMW.q4Td", ["ops-bot62", "fzMW.q4Td"]),
+    ("pair", "zh", "用户名 wang_li7，密码 Lw7#pq2z", ["wang_li7", "Lw7#pq2z"]),
+    ("pair", "ru", "логин m.kowalski14, пароль Qw3rty63#", ["m.kowalski14", "Qw3rty63#"]),
+    # config and command lines, connection URIs
+    ("config", "en", "DB_PASSWORD=s3cr3tValue", ["s3cr3tValue"]),
+    ("config", "en", "export PGPASSWORD='pg!Pass99'", ["pg!Pass99"]),
+    ("config", "en", 'SECRET_KEY = "django-insecure-8f#k2l!x0q"', ["django-insecure-8f#k2l!x0q"]),
+    ("config", "en", "database:\n  password: yamlPass77\n", ["yamlPass77"]),
+    ("config", "en", '{"user": "admin", "password": "json pass 42"}', ["json pass 42"]),
+    ("config", "en", '[db]\npassword = "toml!Pw1"', ["toml!Pw1"]),
+    ("command", "en", "mysql -u root -pMyS3cret mydb", ["MyS3cret"]),
+    ("command", "en", "sshpass -p Ss4pass ssh admin@10.0.0.5", ["Ss4pass"]),
+    ("command", "en", "curl -u admin:Cu7lPass https://api.internal/v1", ["Cu7lPass"]),
+    ("uri", "en", "DATABASE_URL=postgres://admin:plainpassword@db.internal:5432/app", ["plainpassword"]),
+    # passphrases, PINs and one-time codes
+    ("passphrase", "en", "my passphrase is maple orbit candle river", ["maple orbit candle river"]),
+    ("passphrase", "de", "meine Passphrase lautet Tiger Wolke Kupfer Garten", ["Tiger Wolke Kupfer Garten"]),
+    ("pin", "en", "my PIN is 4821", ["4821"]),
+    ("pin", "en", "your one-time code is 902114", ["902114"]),
+    ("pin", "zh", "验证码：583920，五分钟内有效", ["583920"]),
+    ("pin", "es", "código de verificación: 774201", ["774201"]),
+    ("pin", "fr", "code de vérification : 118832", ["118832"]),
+    ("pin", "pt", "meu PIN é 9921", ["9921"]),
+    ("pin", "ja", "暗証番号は4417です", ["4417"]),
+    ("pin", "ko", "인증번호는 662910입니다", ["662910"]),
+    ("pin", "ru", "код подтверждения: 551903", ["551903"]),
+    # a quoted value elsewhere in the secret word's sentence
+    ("quoted", "en", "reset it to 'tZdm+9CB8Yz' and send me the new password", ["tZdm+9CB8Yz"]),
+    ("quoted", "en", "The VPN password (`S3cr3t95#`) is in the vault too.", ["S3cr3t95#"]),
+    ("quoted", "es", "La contraseña de la base de datos es «P@ssw0rd63!».", ["P@ssw0rd63!"]),
+    ("quoted", "de", "Kennwort für den Router: 'L3tm3in59!'", ["L3tm3in59!"]),
+    ("quoted", "fr", 'Le mot de passe de la box, c\'est "marbleviolet81".', ["marbleviolet81"]),
+    # words between the secret word and a value of a password's shape; compounds
+    ("copula", "es", "contraseña nueva: P@ssw0rd29$", ["P@ssw0rd29$"]),
+    ("copula", "ru", "Пароль от wifi quietmaple640", ["quietmaple640"]),
+    ("copula", "de", "Das WLAN-Passwort ist windowstone988", ["windowstone988"]),
+    ("copula", "de", "neues Passwort: rR.xg29jt", ["rR.xg29jt"]),
+    ("pair", "fr", "utilisateur ops-bot29 et mot de passe cloudpaper29", ["ops-bot29", "cloudpaper29"]),
+    ("config", "es", "mi .env tiene MYSQL_ROOT_PASSWORD=D3&N#rQpLdC@Da", ["D3&N#rQpLdC@Da"]),
+    ("config", "en", 'SECRET_KEY = "S3cr3t87!"', ["S3cr3t87!"]),
+    ("uri", "en", "connect to redis://admin:$uY55Z_UY9bw@10.1.2.3:6379", ["$uY55Z_UY9bw"]),
+    ("uri", "ko", "접속 URL은 redis://:Window7325%@cache:6379 입니다", ["Window7325%"]),
+    ("passphrase", "fr", "la phrase de passe est cloud marble river paper", ["cloud marble river paper"]),
+    ("passphrase", "ru", "парольная фраза: candle lantern copper north", ["candle lantern copper north"]),
+    ("passphrase", "zh", "密码短语是 maple north quiet tiger", ["maple north quiet tiger"]),
+    ("pin", "en", "Use code 675783 to sign in.", ["675783"]),
+    ("pin", "es", "el PIN de la tarjeta es 589169", ["589169"]),
+    ("pin", "de", "Der Code zur Anmeldung: 147504", ["147504"]),
+    ("pin", "ru", "ПИН-код карты 731964", ["731964"]),
+]
+
+# talk about passwords, code that handles them: nothing here may change
+UNCHANGED = [
+    "Did you forget your password again?",
+    "The password is incorrect.",
+    "password is required",
+    "if not password: raise ValueError('password is required')",
+    "password = None",
+    "password = getpass.getpass()",
+    "password: str = field(default='')",
+    "if password == confirm: save()",
+    "self.password = password",
+    "My password manager is 1Password.",
+    "Keep the SECRET_KEY out of version control.",
+    "token = request.headers.get('Authorization')",
+    "postgres://user:password@localhost/db",
+    "我忘记密码了，怎么重置？",
+    "Passwort vergessen?",
+    "Mot de passe oublié ?",
+    "パスワードを忘れました",
+    "비밀번호를 잊어버렸어요",
+    "Забыли пароль?",
+    "Use a strong passphrase for your key.",
+]
+
+
+@pytest.fixture(scope="module")
+def scrubber():
+    return Scrubber(b"secrets-test-key")
+
+
+@pytest.mark.parametrize("family,lang,text,values", CASES, ids=[f"{f}-{lang}-{i}" for i, (f, lang, _, _) in enumerate(CASES)])
+def test_secret_replaced_whole_length_kept(scrubber, family, lang, text, values):
+    r = scrubber.scrub_text(text)
+    assert len(r.text) == len(text)
+    for v in values:
+        assert v not in r.text, r.text
+        i = text.index(v)
+        # replaced whole, in place: nothing of the value's characters that were letters or digits survives as a run
+        new = r.text[i : i + len(v)]
+        assert sum(a == b for a, b in zip(new, v) if a.isalnum()) < max(2, sum(c.isalnum() for c in v) // 2), (v, new)
+    assert r.counts.get("secret", 0) >= 1, r.counts
+    # what stands around a value (its quotes, the words) is kept
+    first = min(text.index(v) for v in values)
+    assert r.text[:first] == text[:first] or any(k != "secret" for k in r.counts)
+
+
+@pytest.mark.parametrize("text", [c[2] for c in CASES if c[0] == "quoted"])
+def test_quotes_kept(scrubber, text):
+    out = scrubber.scrub_text(text).text
+    assert [c for c in out if not c.isalnum()] == [c for c in text if not c.isalnum()]
+
+
+def test_deterministic_under_the_key():
+    text = "my password is hunter2 and the PIN is 4821"
+    a, b = Scrubber(b"k1").scrub_text(text).text, Scrubber(b"k1").scrub_text(text).text
+    c = Scrubber(b"k2").scrub_text(text).text
+    assert a == b
+    assert a != c and len(a) == len(c) == len(text)
+    # the same value gets the same substitute in another phrasing
+    s = Scrubber(b"k1")
+    x = s.scrub_text("password: hunter2").text.split(": ")[1]
+    y = s.scrub_text("mi contraseña es hunter2").text.split(" es ")[1]
+    assert x == y != "hunter2"
+
+
+@pytest.mark.parametrize("text", UNCHANGED)
+def test_talk_about_passwords_unchanged(scrubber, text):
+    assert scrubber.scrub_text(text).text == text
+
+
+def test_a_port_after_an_address_is_no_password(scrubber):
+    r = scrubber.scrub_text("connect to user@db.example.com:5432/app")
+    assert r.text.endswith(":5432/app") and "secret" not in r.counts, r
