@@ -153,16 +153,19 @@ def _knee_gates(o, result: dict[str, Any]) -> list:
 
 def run_capacity(recording: str, target: str, slos: list[str], out: str, *, loads: list[float] | None = None,
                  mode: str = "speed", max_seconds: float | None = 180.0, step_requests: int | None = None,
+                 start_load: float = 1.0, min_load: float = 1 / 16, max_steps: int = 12,
                  echo: Callable[[str], None] = print, **replay_fields: Any) -> dict[str, Any]:
     """A capacity sweep from Python (the demo): `loads` fixed (e.g. [0.5, 1, 2, 4]) or None to
-    search, within `max_seconds`; `replay_fields` are ReplayOptions fields (model_map=[...],
-    no_metrics=True, ...). Returns capacity.json's content: max_speed, max_rate_rps, headroom,
-    interval, steps, ..."""
+    search from `start_load` (at most `max_steps` steps, none below `min_load`), within
+    `max_seconds`; `replay_fields` are ReplayOptions fields (model_map=[...], no_metrics=True, ...).
+    Returns capacity.json's content: max_speed, max_rate_rps, headroom, interval, steps, ..."""
     from .capacity import CapacityOptions, run_sweep
     from .replay import ReplayOptions
 
+    if max_steps < 1:
+        raise ConfigError("max_steps must be at least 1")
     replay_fields.setdefault("progress", False)
     ro = ReplayOptions(recording=str(recording), target=target, out=str(out), **replay_fields)
     o = CapacityOptions(replay=ro, slos=list(slos), out=str(out), mode=mode, loads=loads, max_seconds=max_seconds,
-                        step_requests=step_requests)
+                        step_requests=step_requests, start=start_load, min_load=min_load, max_steps=max_steps)
     return run_sweep(o, echo=echo)

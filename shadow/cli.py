@@ -82,13 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Starts a tiny vLLM as 'production' and the recorder in front of it, drives synthetic "
         "gateway traffic with a scheduled batch client, checks the recording for PII, finds the anomalous "
         "slot, replays into a baseline shadow, two remediations and the baseline again (A/A), compares "
-        "them with 95%% intervals and verdicts, and writes the HTML report. "
+        "them with 95% intervals and verdicts, measures the baseline's capacity (the knee and the headroom over "
+        "the recorded peak, at most 3 minutes), and writes the HTML reports. "
         "Everything goes under --out; every process it starts is stopped, also on Ctrl-C.",
     )
     demo.add_argument("--out", default="demo-out", help="output folder (default ./demo-out; an earlier demo's output there is replaced)")
     demo.add_argument("--quick", action="store_true",
                       help="the whole pipeline in about 5 minutes: two engines, 1 minute of traffic, one replay and its fidelity "
-                      "check, the report; no remediations and no verdicts")
+                      "check, a capacity step of 3 loads (at most 40 s), the reports; no remediations and no verdicts")
     demo.add_argument("--minutes", type=float, help="minutes of recorded traffic (default 2.5: almost four compressed 'weeks'; 1 with --quick)")
     demo.add_argument("--week", type=float, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 40; 30 with --quick)")
     demo.add_argument(

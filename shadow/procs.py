@@ -125,3 +125,18 @@ def no_interrupts() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signal_handlers_kept() -> Iterator[None]:
+    """Puts back SIGINT, SIGTERM and SIGHUP's handlers after code that installs its own: an
+    in-process replay's event loop leaves SIGTERM at its default (the process would die without
+    its cleanup) when it removes its handlers."""
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.getsignal(s) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            if h is not None:
+                signal.signal(s, h)

@@ -89,10 +89,41 @@ def test_demo_quick_runs_the_whole_pipeline(vllm_python, tmp_path):
     assert not (out / "replay-flag").exists() and "verdicts" not in summary
     assert summary["fidelity"] and summary["fidelity"]["matched"] > 0
 
+    # the capacity step: three loads into the baseline, within its budget; a knee (or a lower bound)
+    # and its headroom over the recorded peak, consistent with capacity.json
+    check_capacity(summary["capacity"], out, steps=3)
+    assert summary["capacity"]["wall_s"] <= 60, summary["capacity"]  # a 40 s budget; a step may end a little after it
+
     html = (out / "report.html").read_text()
     assert "<svg" in html and "TP99 by slot" in html and (out / "report-baseline.html").exists()
+    assert "Capacity" in (out / "report-capacity.html").read_text()
     assert not list(out.rglob("*.key")) and "done in" in r.stdout
     wait_gone(pids, str(out), timeout=10)
+
+
+def check_capacity(cap: dict, out: Path, steps: int | None = None) -> None:
+    """summary["capacity"] of a demo: its steps, the knee or a lower bound, and the headroom as
+    capacity.json has them (headroom = max_rate_rps / recorded_peak_rps)."""
+    res = json.loads((out / "capacity" / "capacity.json").read_text())
+    assert cap["slo"].startswith("ttft_p95<=") and res["slos"] == [cap["slo"]]
+    loads = [s["load"] for s in cap["steps"]]
+    if steps is not None:
+        assert len(loads) == steps, cap
+    assert 3 <= len(loads) <= 5 and loads[0] == 1 and loads == [s["load"] for s in res["steps"]], cap
+    assert cap["max_speed"] is not None and cap["max_speed"] >= 1, cap  # 1x holds twice the recording's own P95
+    assert cap["max_speed"] == res["max_speed"] and cap["max_rate_rps"] == res["max_rate_rps"] > 0
+    assert cap["recorded_peak_rps"] > 0 and cap["headroom"] > 0
+    assert cap["headroom"] == pytest.approx(cap["max_rate_rps"] / cap["recorded_peak_rps"], abs=0.002), cap
+    knee = next(s for s in cap["steps"] if s["load"] == cap["max_speed"])
+    fails = [s["load"] for s in cap["steps"] if not s["pass"]]
+    assert knee["pass"] and (not fails or min(fails) > cap["max_speed"]), cap  # the largest pass below every fail
+    lo, hi = cap["interval"]["speed"]
+    assert lo <= cap["max_speed"] and (hi is None) == cap["at_least"] and (hi is None or hi > cap["max_speed"]), cap
+    for s in cap["steps"]:
+        assert s["requests"] > 0 and s["rate_rps"] > 0 and (s["pass"] or s["stopped_early"] or s["ttft_p95_ms"] is not None), s
+    log = (out / "demo.log").read_text()
+    assert "[7/8] capacity" in log and ("capacity: the baseline shadow holds" in log or "capacity: at least" in log)
+    assert (out / "capacity" / "step-01" / "replay_results").is_dir()
 
 
 @pytest.mark.nightly
@@ -178,10 +209,14 @@ def test_demo_end_to_end(vllm_python, tmp_path):
     demo_log = (out / "demo.log").read_text()
     assert "send lag p99" in demo_log and "A/A: baseline again" in demo_log
 
-    # 7: the report
+    # 7: capacity, a search of 3-5 loads from 1x within 3 minutes
+    check_capacity(summary["capacity"], out)
+    assert summary["capacity"]["wall_s"] <= 200, summary["capacity"]
+
+    # 8: the reports
     html = (out / "report.html").read_text()
     assert "<svg" in html and "TP99 by slot" in html and "Per client" in html
-    assert all((out / f"report-{n}.html").exists() for n in ("baseline", "flag", "route"))
+    assert all((out / f"report-{n}.html").exists() for n in ("baseline", "flag", "route", "capacity"))
 
     # everything under one folder; the scrub key never in it; nothing left running
     assert not list(out.rglob("*.key"))

@@ -150,14 +150,19 @@ class _Run:
 
     def __init__(self, n: int):
         self.sent_ns, self.first_byte_ns, self.end_ns = [0] * n, [0] * n, [0] * n
+        self.token_ns: list = [None] * n
         self.error: list = [None] * n
         self.done_order: list[int] = []
         self.live: dict = {}
 
-    def done(self, i: int, ttft_ms: float, error: str | None = None) -> None:
+    def done(self, i: int, ttft_ms: float, error: str | None = None, streamed: bool = False) -> None:
+        """A request done `ttft_ms` after its send: a plain response, or a stream whose headers
+        came at once and whose first token came `ttft_ms` after the send."""
         now = time.monotonic_ns()
         self.sent_ns[i] = now - int(ttft_ms * 1e6) - 1
-        self.first_byte_ns[i] = self.end_ns[i] = now
+        self.first_byte_ns[i] = self.sent_ns[i] + 1_000_000 if streamed else now
+        self.end_ns[i] = now
+        self.token_ns[i] = [now] if streamed else None
         self.error[i] = error
         self.done_order.append(i)
 
@@ -177,9 +182,9 @@ def test_a_step_stops_once_its_slo_is_broken_beyond_doubt():
         run.done(i, 150)
     assert rule(run) is None  # 10 over: the P99 can still pass
     now = time.monotonic_ns()
-    run.live[20] = SimpleNamespace(idx=20, sent_ns=now - 50_000_000, first_byte_ns=0)  # not over yet
+    run.live[20] = SimpleNamespace(idx=20, sent_ns=now - 50_000_000, first_byte_ns=0, token_ns=[])  # not over yet
     assert rule(run) is None
-    run.live[21] = SimpleNamespace(idx=21, sent_ns=now - 200_000_000, first_byte_ns=0)  # waiting past it
+    run.live[21] = SimpleNamespace(idx=21, sent_ns=now - 200_000_000, first_byte_ns=0, token_ns=[])  # waiting past it
     assert "ttft_p99<=100ms" in rule(run)
     rule = BrokenRule(parse_all(["error_rate<=5%"]), lead, {})
     for i in range(30, 80):
@@ -187,6 +192,31 @@ def test_a_step_stops_once_its_slo_is_broken_beyond_doubt():
     assert rule(run) is None  # 50 of 1000 failed: exactly 5 %
     run.done(80, 10, "HTTP 503")
     assert "error_rate<=5%" in rule(run)
+
+
+
+def test_early_stop_times_ttft_from_the_first_token_not_the_first_byte():
+    """vLLM answers a stream's headers at once, and a queued request then waits for its first
+    token: the rule must count it over a TTFT bound (done or in flight), as the results do."""
+    from types import SimpleNamespace
+
+    from shadowreplay.analysis.expr import parse_all
+    from shadowreplay.replayer.capacity import BrokenRule
+
+    lead = [False] * 100  # a P95 allows 5 over the bound
+    rule = BrokenRule(parse_all(["ttft_p95<=500ms"]), lead, {"ttft": 500.0})
+    run = _Run(len(lead))
+    for i in range(5):
+        run.done(i, 2000, streamed=True)  # first byte after 1 ms, first token after 2 s
+    assert rule(run) is None  # 5 over: the P95 can still pass
+    now = time.monotonic_ns()
+    run.live[5] = SimpleNamespace(idx=5, sent_ns=now - 900_000_000, first_byte_ns=now - 899_000_000, token_ns=[])
+    assert "ttft_p95<=500ms" in rule(run)  # headers came, no token yet after 900 ms: over
+    rule = BrokenRule(parse_all(["ttft_p95<=500ms"]), lead, {"ttft": 500.0})
+    run.live[5].token_ns = [now - 800_000_000]  # its first token came after 100 ms: not over
+    assert rule(run) is None
+    run.done(6, 3000, streamed=True)
+    assert "ttft_p95<=500ms" in rule(run)
 
 
 # ---- against an engine of known capacity ---------------------------------------------------------
