@@ -327,8 +327,8 @@ def pipeline_check(rate: float, seconds: float, writer: str = "thread") -> dict:
 
     from shadowreplay.anonymize import Scrubber
     from shadowreplay.recorder.exchange import HttpExchange, RowOptions
-    from shadowreplay.recorder.process_writer import ProcessWriter
-    from shadowreplay.recorder.writer import Writer, WriterConfig, read_status
+    from shadowreplay.recorder.record_writer_process import ProcessWriter
+    from shadowreplay.recorder.record_writer import Writer, WriterConfig, read_status
 
     chunks = sse_chunks()
     headers = [("host", "127.0.0.1"), ("content-type", "application/json"),

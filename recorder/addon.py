@@ -1,8 +1,8 @@
 """The Recorder addon: captures HTTP exchanges passing mitmproxy and hands them to the writer.
 
 Hooks only copy references and timestamps; all parsing, scrubbing and writing happens in the
-writer: a child process by default (recorder.process_writer -> recorder.writer_child), or a
-thread inside mitmproxy (recorder.writer) with shadowreplay_writer=thread. Responses are streamed through (`flow.response.stream` is set
+writer: a child process by default (recorder.record_writer_process -> recorder.record_writer_child), or a
+thread inside mitmproxy (recorder.record_writer) with shadowreplay_writer=thread. Responses are streamed through (`flow.response.stream` is set
 to an observer that returns each chunk unchanged), so SSE reaches the client as it arrives.
 
 Which flows are recorded (filters, `--sample`) is decided once per flow at its first response
@@ -107,7 +107,7 @@ class Recorder:
         from shadowreplay import fleet
         from shadowreplay.storage import location
 
-        from .writer import Writer, WriterConfig
+        from .record_writer import Writer, WriterConfig
 
         if not v["out"]:
             raise ConfigError(f"set {options.PREFIX}out (the dataset folder) to record")
@@ -134,7 +134,7 @@ class Recorder:
             file_metadata=self.selection.file_metadata(),
         )
         if v["writer"] == "process":
-            from .process_writer import ProcessWriter
+            from .record_writer_process import ProcessWriter
 
             # the child loads the key itself from the file (or the inherited environment)
             self.writer = ProcessWriter(cfg, key_file, self._opts).start()

@@ -3,8 +3,8 @@
 When requests are done (finished, failed, timed out, given up at the end) the runner hands their
 rows to `ResultsWriter.add` as compact tuples (rows.py), a few dozen at a time in the gaps of the
 schedule (runner._rows_tick, every 0.2 s); `add` marshals them in one call (tens of µs) into a
-non-blocking pipe (shadowreplay.childwriter). The child (`python -m
-shadowreplay.replayer.results_child`, SCHED_IDLE) builds Arrow tables and writes zstd Parquet
+non-blocking pipe (shadowreplay.writer_pipe). The child (`python -m
+shadowreplay.replayer.results_writer_child`, SCHED_IDLE) builds Arrow tables and writes zstd Parquet
 files every `flush_interval_s`: no Arrow, compression or disk I/O runs in the sending process
 while it sends, so pacing is not disturbed (docs/bench/replayer.md measures it). While it writes a
 file, `flushing` is true: the sender then sleeps between sends instead of polling
@@ -26,16 +26,16 @@ import logging
 import marshal
 from pathlib import Path
 
-from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
+from shadowreplay.writer_pipe import ChildError, ChildProcess, describe_exit
 from shadowreplay.storage import location
 
-from .results_child import CODEC, NAME
+from .results_writer_child import CODEC, NAME
 from .rows import Row
 
 log = logging.getLogger(__name__)
 
 CLOSE_TIMEOUT_S = 120.0
-CHILD_ARGV = ("-m", "shadowreplay.replayer.results_child")
+CHILD_ARGV = ("-m", "shadowreplay.replayer.results_writer_child")
 
 
 class ResultsWriter:

@@ -27,11 +27,11 @@ sys.meta_path.insert(0, Refuse())
 out = sys.argv[1]
 
 # record: the addon, the writer process's module, a real exchange scrubbed into a Parquet file
-import shadowreplay.recorder.addon, shadowreplay.recorder.writer_child, shadowreplay.recorder.record_addon
+import shadowreplay.recorder.addon, shadowreplay.recorder.record_writer_child, shadowreplay.recorder.record_addon
 from pathlib import Path
 from shadowreplay.anonymize import Scrubber
 from shadowreplay.recorder.exchange import HttpExchange, RowOptions
-from shadowreplay.recorder.writer import Writer, WriterConfig
+from shadowreplay.recorder.record_writer import Writer, WriterConfig
 body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "mail me at ann@example.com"}]}).encode()
 ex = HttpExchange(request_id="r1", ts_start=1.7e9, ts_end=1.7e9 + 0.2, method="POST", path="/v1/chat/completions",
                   request_headers=[("content-type", "application/json")], request_body=body, status=200,

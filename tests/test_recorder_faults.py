@@ -30,7 +30,7 @@ import pytest
 
 from shadowreplay.dataset import check_file, parquet_files
 from shadowreplay.jsondepth import JSON_DEPTH_CAP
-from shadowreplay.recorder.writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, cap_headers, proxy_error_kind
+from shadowreplay.recorder.record_writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, cap_headers, proxy_error_kind
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, chat, read_requests, rows_by_header, server, wait_for  # noqa: F401 (server: a fixture)
 

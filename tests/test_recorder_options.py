@@ -17,7 +17,7 @@ from shadowreplay.recorder import cli, options
 from shadowreplay.recorder.addon import Recorder
 from shadowreplay.recorder.exchange import RowOptions
 from shadowreplay.recorder.grpc_addon import GrpcRecorder
-from shadowreplay.recorder.writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, WriterConfig
+from shadowreplay.recorder.record_writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, WriterConfig
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, server  # noqa: F401 (server: a fixture)
 

@@ -1,4 +1,4 @@
-"""Results written during the run (replayer/results_writer.py, replayer/results_child.py): a replay killed
+"""Results written during the run (replayer/results_writer.py, replayer/results_writer_child.py): a replay killed
 with SIGKILL keeps what was flushed; a normal run gives one row per request across several
 flush files; Ctrl-C on the terminal's process group still leaves complete results. All against
 the real local streaming server, with the CLI as a subprocess where a kill is involved."""
@@ -222,9 +222,9 @@ def test_flush_interval_zero_writes_once_at_the_end_without_a_writer_process(tmp
             flush_interval_s=0), echo=lambda s: None))
         t.start()
         while t.is_alive():
-            seen |= {k for k in set(children(me)) - before if "results_child" in cmdline(k)}
+            seen |= {k for k in set(children(me)) - before if "results_writer_child" in cmdline(k)}
             t.join(0.01)
-    assert seen == set()  # no writer process (replayer.results_child) was started
+    assert seen == set()  # no writer process (replayer.results_writer_child) was started
     files = parquet_files(out, "replay_results")
     assert len(files) == 1
     rows = rows_of(out)
@@ -238,7 +238,7 @@ def test_the_writer_takes_row_batches_in_without_decoding_them():
     scheduler then gives the writer whole ticks): batches are decoded when a file is written."""
     import marshal
 
-    from shadowreplay.replayer.results_child import ResultsChild
+    from shadowreplay.replayer.results_writer_child import ResultsChild
 
     child = ResultsChild({"out": "/nonexistent", "run_id": "r", "flush_interval_s": 1.0, "manifest": "{}", "plan": {}})
     batch = marshal.dumps([(0, 1, 2, 3, 200, None, [2], {"completion_tokens": 1}, 0)])

@@ -19,8 +19,8 @@ import pytest
 
 from shadowreplay.dataset import check_file
 from shadowreplay.recorder.exchange import HttpExchange, RowOptions
-from shadowreplay.recorder.process_writer import ProcessWriter
-from shadowreplay.recorder.writer import WriterConfig, read_status
+from shadowreplay.recorder.record_writer_process import ProcessWriter
+from shadowreplay.recorder.record_writer import WriterConfig, read_status
 from shadowreplay.storage import location
 from tests.analysis_helpers import run_cli
 from tests.conftest import free_port

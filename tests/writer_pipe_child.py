@@ -1,4 +1,4 @@
-"""A small child writer for tests/test_childwriter.py, run as `python tests/childwriter_child.py`:
+"""A small child writer for tests/test_writer_pipe.py, run as `python tests/writer_pipe_child.py`:
 it appends each ("line", text) message to the config's file and answers ("flushed", n) to
 ("flush",) once those n lines are on disk. config["start"]: "ok", "fail" (exit 3 before ready),
 "hang" (never ready, never reads)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from shadowreplay.childwriter import MARSHAL, PICKLE, ParentLink, run_child
+from shadowreplay.writer_pipe import MARSHAL, PICKLE, ParentLink, run_child
 
 
 def serve(link: ParentLink, config: dict) -> int:

@@ -43,7 +43,7 @@ from typing import Any
 
 from .errors import ShadowReplayError
 
-log = logging.getLogger("shadowreplay.childwriter")
+log = logging.getLogger("shadowreplay.writer_pipe")
 
 READY_TIMEOUT_S = 60.0
 READY = ("ready",)

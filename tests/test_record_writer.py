@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from shadowreplay.anonymize import Scrubber
 from shadowreplay.recorder.exchange import RowOptions
-from shadowreplay.recorder.writer import Writer, WriterConfig, read_status
+from shadowreplay.recorder.record_writer import Writer, WriterConfig, read_status
 from shadowreplay.dataset import parquet_files
 from tests.recorder_helpers import wait_for
 

@@ -1,4 +1,4 @@
-"""shadowreplay.childwriter with real child processes (tests/childwriter_child.py): many messages
+"""shadowreplay.writer_pipe with real child processes (tests/writer_pipe_child.py): many messages
 round-trip in order with either codec, the ready handshake is bounded, a child killed mid-run
 keeps what it wrote and the parent neither hangs nor misses it, a clean close writes everything."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from shadowreplay.childwriter import MARSHAL, PICKLE, READY, ChildError, ChildProcess, ParentLink, describe_exit, frame
+from shadowreplay.writer_pipe import MARSHAL, PICKLE, READY, ChildError, ChildProcess, ParentLink, describe_exit, frame
 
-CHILD = Path(__file__).with_name("childwriter_child.py")
+CHILD = Path(__file__).with_name("writer_pipe_child.py")
 CODECS = {"pickle": PICKLE, "marshal": MARSHAL}
 
 

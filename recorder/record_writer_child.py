@@ -1,5 +1,5 @@
-"""The recorder's writer child: `python -m shadowreplay.recorder.writer_child`, started by
-`ProcessWriter` (process_writer.py) through shadowreplay.childwriter.
+"""The recorder's writer child: `python -m shadowreplay.recorder.record_writer_child`, started by
+`ProcessWriter` (record_writer_process.py) through shadowreplay.writer_pipe.
 
 It takes pickled messages from the pipe (raw exchanges never touch disk), scrubs them and writes
 rotated Parquet files with the ordinary `Writer`. Messages:
@@ -24,10 +24,10 @@ import sys
 import time
 from typing import Any
 
-from shadowreplay.childwriter import PICKLE, ParentLink, run_child
+from shadowreplay.writer_pipe import PICKLE, ParentLink, run_child
 from shadowreplay.storage import location
 
-from .writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, Writer, WriterConfig
+from .record_writer import HEADER_BYTES_CAP, HEADER_COUNT_CAP, Writer, WriterConfig
 
 NAME = "recorder writer process"
 CODEC = PICKLE  # exchanges are objects: marshal cannot carry them

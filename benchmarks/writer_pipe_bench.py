@@ -1,10 +1,10 @@
-"""Codec benchmark for shadowreplay.childwriter: what each user's messages cost to serialize.
+"""Codec benchmark for shadowreplay.writer_pipe: what each user's messages cost to serialize.
 
-    .venv/bin/python benchmarks/childwriter_bench.py [--repeat 5] [--number 2000]
+    .venv/bin/python benchmarks/writer_pipe_bench.py [--repeat 5] [--number 2000]
 
 Replay: a batch of 32 result rows (runner.ROWS_CHUNK) shaped like a 16-token stream's
 (replayer/rows.py), dumped on the sender's loop, with marshal and with pickle. Recorder: a batch
-of 64 chat exchanges (process_writer.BATCH_MAX) like benchmarks/recorder_bench.py's, dumped by
+of 64 chat exchanges (record_writer_process.BATCH_MAX) like benchmarks/recorder_bench.py's, dumped by
 the feeder thread: pickle (marshal cannot carry objects). Prints the median µs per batch of
 `--repeat` timings of `--number` calls each.
 """

@@ -1,7 +1,7 @@
 """The proxy side of the writer process (`shadowreplay_writer=process`): a bounded queue and a
 feeder thread that pickles batches of raw exchanges down a pipe to the child
-`python -m shadowreplay.recorder.writer_child` (started, framed and shut down by
-shadowreplay.childwriter).
+`python -m shadowreplay.recorder.record_writer_child` (started, framed and shut down by
+shadowreplay.writer_pipe).
 
 Scrubbing (~1 ms of CPU per chat row) and Parquet encoding then run in another process with its
 own GIL, so they no longer stall mitmproxy's event loop; what stays here is `submit` (a
@@ -22,19 +22,19 @@ import time
 from typing import Any
 
 from shadowreplay import fleet
-from shadowreplay.childwriter import ChildError, ChildProcess, describe_exit
+from shadowreplay.writer_pipe import ChildError, ChildProcess, describe_exit
 from shadowreplay.errors import ShadowReplayError
 
 from .exchange import RowOptions
-from .writer import BoundedIntake, WriterConfig, merge_stats, read_status, write_status
-from .writer_child import CARRIED, CODEC, NAME
+from .record_writer import BoundedIntake, WriterConfig, merge_stats, read_status, write_status
+from .record_writer_child import CARRIED, CODEC, NAME
 
 log = logging.getLogger("shadowreplay.recorder")
 
 BATCH_MAX = 64  # exchanges per pipe message (pickling a batch holds the GIL: keep it short)
 POLL_S = 1.0  # how often an idle feeder checks the child and reports drops
 RESTART_MAX_S = 30.0
-CHILD_ARGV = ("-m", "shadowreplay.recorder.writer_child")
+CHILD_ARGV = ("-m", "shadowreplay.recorder.record_writer_child")
 _STOP = object()
 
 

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from shadowreplay.recorder.exchange import HttpExchange, RowOptions
-from shadowreplay.recorder.process_writer import ProcessWriter
-from shadowreplay.recorder.writer import WriterConfig, read_status
+from shadowreplay.recorder.record_writer_process import ProcessWriter
+from shadowreplay.recorder.record_writer import WriterConfig, read_status
 from shadowreplay.dataset import check_file, parquet_files
 from tests.conftest import free_port
 from tests.recorder_helpers import Proxy, chat, read_requests, server, wait_for  # noqa: F401 (server: a fixture)
@@ -54,7 +54,7 @@ def count(out: Path) -> int:
     return duckdb.connect().execute(f"select count(*) from read_parquet('{out}/requests/**/*.parquet')").fetchone()[0]
 
 
-def test_process_writer_scrubs_writes_and_reports(tmp_path, key_file):
+def test_record_writer_process_scrubs_writes_and_reports(tmp_path, key_file):
     out = tmp_path / "out"
     w = ProcessWriter(WriterConfig(out_dir=out, rotate_seconds=60), str(key_file), RowOptions()).start()
     n = 300

@@ -1,5 +1,5 @@
-"""The replay's results child: `python -m shadowreplay.replayer.results_child`, started by
-`ResultsWriter` (results_writer.py) through shadowreplay.childwriter.
+"""The replay's results child: `python -m shadowreplay.replayer.results_writer_child`, started by
+`ResultsWriter` (results_writer.py) through shadowreplay.writer_pipe.
 
 It takes marshalled messages from the pipe and writes OUT/replay_results/ Parquet files (zstd,
 via shadowreplay.dataset: temp name, then rename) every `flush_interval_s`, so Arrow building and
@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from shadowreplay.childwriter import MARSHAL, ParentLink, run_child
+from shadowreplay.writer_pipe import MARSHAL, ParentLink, run_child
 from shadowreplay.errors import ShadowReplayError
 from shadowreplay.storage import location
 
