@@ -41,6 +41,7 @@ class Seen:
         self.prompt: int | None = None
         self.completion: int | None = None
         self.streamed = False
+        self.finish: str | None = None  # the stop reason the SDK saw, where the call may end either way
 
     def output(self) -> None:
         if self.first is None:
@@ -173,17 +174,22 @@ def anthropic_calls(ac, model: str) -> dict[str, Seen]:
                 s.completion = ev.usage.output_tokens
         assert st.get_final_message().stop_reason == "max_tokens"
 
-    # tool_choice any: a forced tool call; vLLM sends the tool_use block without deltas
+    # tool_choice any: a forced tool call; vLLM sends the tool_use block without deltas. The call
+    # ends at max_tokens or, when the model closes the arguments' JSON first, with tool_use: the
+    # row must say what the SDK saw (temperature 0, so the replay takes the same path).
     s = seen["messages-stream-tool-call"] = Seen()
     s.streamed = True
     for ev in ac.messages.create(model=model, max_tokens=48, messages=[{"role": "user", "content": user}], tools=MSG_TOOLS,
-                                 tool_choice={"type": "any"}, stream=True, extra_headers=h("messages-stream-tool-call")):
+                                 tool_choice={"type": "any"}, stream=True, extra_body={"temperature": 0},
+                                 extra_headers=h("messages-stream-tool-call")):
         if ev.type == "content_block_start" and ev.content_block.type == "tool_use":
             s.output()
         if ev.type == "message_start":
             s.prompt = ev.message.usage.input_tokens
         if ev.type == "message_delta":
             s.completion = ev.usage.output_tokens
+            s.finish = ev.delta.stop_reason
+    assert s.finish in ("max_tokens", "tool_use"), s.finish
     return seen
 
 
@@ -234,7 +240,10 @@ def test_sdk_clients_recorded_through_mitmdump_then_replayed(tmp_path, tiny_vllm
         assert row["kind"] == kinds[tid.split("-")[0]], tid
         assert row["model"] == MODEL_NAME and row["prompt_chars"] > 0, tid
         assert (row["prompt_tokens"], row["completion_tokens"]) == (s.prompt, s.completion), tid
-        assert row["finish_reason"] in ("length", "max_output_tokens", "max_tokens"), (tid, row["finish_reason"])
+        if s.finish is not None:
+            assert row["finish_reason"] == s.finish, (tid, row["finish_reason"], s.finish)
+        else:
+            assert row["finish_reason"] in ("length", "max_output_tokens", "max_tokens"), (tid, row["finish_reason"])
         assert row["stream"] is s.streamed, tid
         if s.streamed:
             assert s.ttft_ms is not None and row["ttft_ms"] is not None, tid
