@@ -61,6 +61,7 @@ class Step:
     requests: int = 0
     rate_rps: float | None = None
     sent_rate_rps: float | None = None
+    sent_scheduled_rate_rps: float | None = None  # the schedule's rate over the requests sent (= rate_rps unless stopped)
     passed: bool = False
     certain: bool = False
     figures: list[dict[str, Any]] = field(default_factory=list)
@@ -78,7 +79,8 @@ class Step:
     def as_dict(self, mode: str) -> dict[str, Any]:
         return {
             "step": self.index, "load": self.load, "speed": self.load,  # the load factor, in either mode
-            "rate_rps": self.rate_rps, "sent_rate_rps": self.sent_rate_rps, "requests": self.requests,
+            "rate_rps": self.rate_rps, "sent_rate_rps": self.sent_rate_rps,
+            "sent_scheduled_rate_rps": self.sent_scheduled_rate_rps, "requests": self.requests,
             "errors": self.errors, "pass": self.passed, "certain": self.certain, "figures": self.figures,
             "curve": self.curve, "stopped_early": self.stopped_early, "send_lag_p99_ms": self.lag_p99_ms,
             "send_lag_max_ms": self.lag_max_ms, "engine": self.engine, "cooldown_s": self.cooldown_s,
@@ -421,7 +423,7 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
     step = Step(idx, x, d)
     t0 = time.monotonic()
     runs = [d] if o.repeats == 1 else [d / f"run-{k:02d}" for k in range(1, o.repeats + 1)]
-    lags, lag_max, rates, sent_rates = [], [], [], []
+    lags, lag_max, rates, sent_rates, sent_sched = [], [], [], [], []
     waited = 0.0
     for k, rd in enumerate(runs):
         w = wait_idle(metrics_url, o.cooldown_s)
@@ -456,11 +458,14 @@ def _run_step(o: CapacityOptions, idx: int, x: float, load: Load, exprs, bounds,
             rates.append(summ["scheduled_rate_per_s"])
         if summ.get("achieved_rate_per_s"):
             sent_rates.append(summ["achieved_rate_per_s"])
+        if summ.get("scheduled_rate_sent_per_s"):
+            sent_sched.append(summ["scheduled_rate_sent_per_s"])
     step.cooldown_s = round(waited, 2) if metrics_url else None
     step.lag_p99_ms = max(lags) if lags else None
     step.lag_max_ms = max(lag_max) if lag_max else None
     step.rate_rps = round(sum(rates) / len(rates), 2) if rates else None
     step.sent_rate_rps = round(sum(sent_rates) / len(sent_rates), 2) if sent_rates else None
+    step.sent_scheduled_rate_rps = round(sum(sent_sched) / len(sent_sched), 2) if sent_sched else step.rate_rps
     curve = curve_exprs(exprs)
     try:
         judged = ex.evaluate([str(p) for p in runs], exprs + curve)
@@ -526,7 +531,8 @@ def _sharded_run(opts: ReplayOptions, load: Load, n: int, window: tuple[str, str
 
     summ = {"sent": total("sent") or 0, "errors": total("errors") or 0, "lag_p99_ms": worst("lag_p99_ms"),
             "lag_max_ms": worst("lag_max_ms"), "scheduled_rate_per_s": total("scheduled_rate_per_s"),
-            "achieved_rate_per_s": total("achieved_rate_per_s")}
+            "achieved_rate_per_s": total("achieved_rate_per_s"),
+            "scheduled_rate_sent_per_s": total("scheduled_rate_sent_per_s")}
     return summ, lead, any(rc == 130 for rc in rcs)
 
 

@@ -259,6 +259,9 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
     summ = results.summarize(lags, caps, outcome.errors, outcome.sent, len(plan),
                              min(sent_ns) if sent_ns else None, max(sent_ns) if sent_ns else None,
                              plan.offsets_ns[-1] / 1e9 if len(plan) else 0.0)
+    sent_offsets = [plan.offsets_ns[i] for i, s in enumerate(outcome.sent_ns) if s]
+    if len(sent_offsets) > 1 and max(sent_offsets) > min(sent_offsets):  # what was sent, as scheduled
+        summ["scheduled_rate_sent_per_s"] = round((len(sent_offsets) - 1) * 1e9 / (max(sent_offsets) - min(sent_offsets)), 2)
     summ["interrupted"] = outcome.interrupted
     summ["interrupted_by"] = outcome.interrupted_by
     summ["errors_by_kind"] = results.error_kinds(outcome.error)

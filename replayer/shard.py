@@ -28,6 +28,7 @@ from shadowreplay.durations import parse_time_point
 from shadowreplay.errors import ConfigError
 from shadowreplay.storage import location
 
+from . import damaged
 from .results import percentile
 
 MANIFESTS = "manifests"  # OUT/manifests/shard-K-of-N.json
@@ -185,6 +186,14 @@ def combine(manifests: list[dict]) -> dict:
     mx = [x["maxerror_us"] for x in shards if x["maxerror_us"] is not None]
     p99s = sorted(x["lag_p99_ms"] for x in shards if x["lag_p99_ms"] is not None)
     start_at = {(m.get("shard") or {}).get("start_at") for m in manifests}
+    # damaged rows are counted over the whole selection, before it is split: every shard reports
+    # the same counts, so the run's are any shard's (the largest, should one have read less)
+    damaged_out = {"damaged_left_out": {}, "damaged_included": {}}
+    for m in manifests:
+        s = m.get("summary") or {}
+        for key, counts in damaged_out.items():
+            for kind, n in (s.get(key) or {}).items():
+                counts[kind] = max(counts.get(kind, 0), int(n))
     return {
         "shards_expected": count,
         "shards_found": len(shards),
@@ -199,6 +208,7 @@ def combine(manifests: list[dict]) -> dict:
         "clock_unsynchronized": [x["shard"] for x in shards if x["clock_synchronized"] is False],
         "worst_esterror_us": max(est) if est else None,
         "worst_maxerror_us": max(mx) if mx else None,
+        **{k: v for k, v in damaged_out.items() if v},
         "shards": shards,
     }
 
@@ -214,6 +224,9 @@ def format_combined(c: dict) -> str:
         lines.append(f"  {x['shard']}: {f(x['sent'], '')}/{f(x['requests'], '')} sent, {f(x['errors'], '')} errors, "
                      f"send lag p50 {f(x['lag_p50_ms'])}  p99 {f(x['lag_p99_ms'])}  max {f(x['lag_max_ms'])}, "
                      f"first send {f(x['first_send_lag_ms'])} late{state}")
+    for key, included in (("damaged_left_out", False), ("damaged_included", True)):
+        if c.get(key):
+            lines.append("  " + damaged.line(c[key], included))
     if c["missing"]:
         lines.append("  missing shards: " + ", ".join(str(k) for k in c["missing"]))
     clock = (f"worst estimated clock error {f(c['worst_esterror_us'], ' µs')} "

@@ -249,6 +249,9 @@ def _check_sweep(res: dict, engine: StandIn, out: Path, floor: Floor) -> None:
         assert s["send_lag_p99_ms"] is not None and s["send_lag_p99_ms"] < lag_floor_ms(floor), (s, floor.p99)
         if not s["stopped_early"]:
             assert s["sent_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.02)
+            assert s["sent_scheduled_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.01)
+        else:  # the part sent before the stop, against that same part's schedule (a denser start can beat rate_rps)
+            assert s["sent_rate_rps"] == pytest.approx(s["sent_scheduled_rate_rps"], rel=0.05), s
         assert s["engine"].get("running_peak", 0) <= engine.slots
         assert Path(out / s["dataset"] / "replay_results").is_dir()
     over = [s for s in steps if s["load"] * res["recorded_rate_rps"] > 1.3 * engine.capacity_rps]

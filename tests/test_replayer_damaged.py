@@ -86,3 +86,20 @@ def test_an_unreachable_target_leaves_no_empty_output_folder(recording, tmp_path
         replay(ReplayOptions(recording=str(recording), target=f"http://127.0.0.1:{free_port()}", out=str(out),
                              no_metrics=True, progress=False), echo=lambda s: None)
     assert not out.exists() and not out.parent.exists()
+
+
+@pytest.mark.slow
+def test_a_sharded_replay_reports_the_damaged_rows_once(recording, tmp_path, capsys):
+    """Every shard selects from the whole recording, so each knows the selection's damaged rows;
+    the combined summary (stdout and shards.json) reports them once, not once per shard."""
+    from shadowreplay.cli import main
+
+    out = tmp_path / "sharded"
+    with SseServer() as shadow:
+        assert main(["replay", str(recording), "--target", shadow.url, "--out", str(out), "--shards", "2",
+                     "--no-metrics"]) == 0
+        assert len(shadow.requests) == 2
+    combined = json.loads((out / "shards.json").read_text())
+    assert combined["sent"] == 2
+    assert combined["damaged_left_out"] == {"truncated": 1, "decompression bomb": 1, "undecodable": 1}
+    assert "3 damaged rows (" in capsys.readouterr().out
