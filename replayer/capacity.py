@@ -30,6 +30,9 @@ IDLE_POLL_S = 0.25
 NAMED_FIGURES = {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting"}
 
 
+# a step whose sent rate is under this share of its schedule's was limited by the sender, not the engine
+CLIENT_LIMITED = 0.95
+
 @dataclass
 class CapacityOptions:
     replay: ReplayOptions  # recording, target, selection, sending (the options shared with `replay`)
@@ -62,6 +65,13 @@ class Step:
     rate_rps: float | None = None
     sent_rate_rps: float | None = None
     sent_scheduled_rate_rps: float | None = None  # the schedule's rate over the requests sent (= rate_rps unless stopped)
+
+    @property
+    def client_limited(self) -> bool:
+        """The sender fell behind its schedule (a loaded client machine): the step did not carry
+        the load it names, and its figures judge less."""
+        sent, sched = self.sent_rate_rps, self.sent_scheduled_rate_rps
+        return sent is not None and sched is not None and sent < CLIENT_LIMITED * sched
     passed: bool = False
     certain: bool = False
     figures: list[dict[str, Any]] = field(default_factory=list)
@@ -80,7 +90,8 @@ class Step:
         return {
             "step": self.index, "load": self.load, "speed": self.load,  # the load factor, in either mode
             "rate_rps": self.rate_rps, "sent_rate_rps": self.sent_rate_rps,
-            "sent_scheduled_rate_rps": self.sent_scheduled_rate_rps, "requests": self.requests,
+            "sent_scheduled_rate_rps": self.sent_scheduled_rate_rps,
+            "client_limited": self.client_limited, "requests": self.requests,
             "errors": self.errors, "pass": self.passed, "certain": self.certain, "figures": self.figures,
             "curve": self.curve, "stopped_early": self.stopped_early, "send_lag_p99_ms": self.lag_p99_ms,
             "send_lag_max_ms": self.lag_max_ms, "engine": self.engine, "cooldown_s": self.cooldown_s,
@@ -318,6 +329,8 @@ class Table:
         res = ("pass" if s.passed else "FAIL") + ("" if s.certain else " (uncertain)")
         if s.stopped_early:
             res += " stopped early"
+        if s.client_limited:
+            res += f" client-limited (sent {_n(s.sent_rate_rps)} req/s)"
         self.echo(f"{s.index:>4} {s.load:>7g} {_n(s.rate_rps):>8} {s.requests:>6} {lag:>8} {rw:>9}  "
                   + "  ".join(cells) + f"  {res}")
 

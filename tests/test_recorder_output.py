@@ -27,6 +27,7 @@ def record(tmp_path, upstream: SseServer, *extra: str) -> tuple[str, dict]:
     out, port = tmp_path / f"rec{len(extra)}", free_port()
     log = tmp_path / f"record{len(extra)}.log"
     env = {k: v for k, v in os.environ.items() if k != "SHADOWREPLAY_SCRUB_KEY"}
+    samples_before = sum(r.path == "/metrics" for r in upstream.requests)  # the server may serve several runs
     with open(log, "wb") as f:
         proc = subprocess.Popen([sys.executable, "-m", "shadowreplay", "record", "--upstream", upstream.url,
                                  "--listen-port", str(port), "--out", str(out), "--key-file", str(keys / "k"),
@@ -38,7 +39,8 @@ def record(tmp_path, upstream: SseServer, *extra: str) -> tuple[str, dict]:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
                 for i in range(3):
                     assert c.post("/v1/chat/completions", json=chat(f"hi {i}", max_tokens=2)).status_code == 200
-            wait_for(lambda: sum(r.path == "/metrics" for r in upstream.requests) >= 4, timeout=30, what="metrics samples")
+            wait_for(lambda: sum(r.path == "/metrics" for r in upstream.requests) - samples_before >= 4, timeout=30,
+                     what="metrics samples")
         finally:
             proc.send_signal(signal.SIGINT)
             rc = proc.wait(60)

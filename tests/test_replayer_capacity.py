@@ -249,7 +249,7 @@ def _check_sweep(res: dict, engine: StandIn, out: Path, floor: Floor) -> None:
         assert s["send_lag_p99_ms"] is not None and s["send_lag_p99_ms"] < lag_floor_ms(floor), (s, floor.p99)
         if not s["stopped_early"]:
             assert s["sent_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.02)
-            assert s["sent_scheduled_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.01)
+            assert s["sent_scheduled_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.01) and not s["client_limited"]
         else:  # the part sent before the stop, against that same part's schedule (a denser start can beat rate_rps)
             assert s["sent_rate_rps"] == pytest.approx(s["sent_scheduled_rate_rps"], rel=0.05), s
         assert s["engine"].get("running_peak", 0) <= engine.slots
@@ -399,8 +399,11 @@ def test_two_sweeps_against_vllm_agree(tiny_vllm, tmp_path):
         assert all(s["errors"] == 0 or s["stopped_early"] for s in res["steps"]), res["steps"]
         for s in res["steps"]:
             assert s["engine"] and s["requests"] > 0
-            if not s["stopped_early"]:
+            # a passing step carried its load; a failing one may have outrun the client on these
+            # two cores (vLLM beside the sender), which the step then says
+            if s["pass"]:
                 assert s["sent_rate_rps"] == pytest.approx(s["rate_rps"], rel=0.05), s
+            assert s["client_limited"] == (s["sent_rate_rps"] < 0.95 * s["sent_scheduled_rate_rps"]), s
         assert res["max_speed"] is not None
         lo, hi = res["interval"]["speed"]
         intervals.append((lo, hi if hi is not None else float("inf")))
