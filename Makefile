@@ -33,17 +33,18 @@ $(VLLM_VENV)/.installed: scripts/install-vllm
 demo: setup
 	$(VENV)/bin/shadowreplay demo
 
-# The per-change tier (what CI runs): every kind of real integration, without the long runs.
+# The per-change tier (what CI runs): every kind of real integration, without the long runs; the
+# pure tests in parallel, then the integration tests serially (scripts/run-tests).
 test: setup
-	$(VENV)/bin/python -m pytest -m 'not nightly' --durations=25
+	PYTHON=$(VENV)/bin/python scripts/run-tests change
 
 # Everything, the long statistical runs included (nightly, releases).
 test-all: setup
-	$(VENV)/bin/python -m pytest --durations=25
+	PYTHON=$(VENV)/bin/python scripts/run-tests all
 
 # The pure tests only (no real mitmdump, vLLM, Spark or S3 server): seconds to a few minutes.
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -m 'not slow and not vllm and not nightly'
+	PYTHON=$(VENV)/bin/python scripts/run-tests fast
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .cache

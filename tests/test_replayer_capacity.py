@@ -260,6 +260,7 @@ def _check_sweep(res: dict, engine: StandIn, out: Path, floor: Floor) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # a minute of search; the sweeps below (overlay, shards, Ctrl-C) stay in `make test`
 def test_sweep_of_a_60s_recording_finds_the_known_capacity_within_10_minutes(tmp_path):
     rec = write_steady(tmp_path / "rec", 30, 60)  # a 60 s recording, 1,800 requests
     out = tmp_path / "cap"
@@ -377,6 +378,7 @@ def test_capacity_user_errors_are_one_line(tmp_path):
 # ---- against real vLLM -----------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.vllm
+@pytest.mark.nightly  # 80 s; `make test` sweeps real vLLM in the quick demo's capacity step (test_demo.py)
 def test_two_sweeps_against_vllm_agree(tiny_vllm, tmp_path):
     """Two sweeps in a row (run_capacity, as the demo calls it) into the one tiny vLLM: three
     loads of salted overlay copies; their knees' intervals overlap. The send lag of every step
