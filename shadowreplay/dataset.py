@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import DatasetError, ShadowReplayError
-from .readpolicy import SKIP_BAD_FILES, not_listed_yet, skip_bad_files
+from .readpolicy import SKIP_BAD_FILES, not_listed_yet, pages_read, pages_read_before, skip_bad_files
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
-from .storage import Location, location, read_parquet_metadata, write_parquet
+from .storage import Location, location, read_parquet_metadata, verify_parquet, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,17 @@ def check_file(path: Location, table: str | None = None) -> pq.FileMetaData:
     return md
 
 
+def check_pages(path: Location) -> None:
+    """Reads every page of a file (storage.verify_parquet): a damaged one is a DatasetError naming
+    the file."""
+    try:
+        verify_parquet(path)
+    except ShadowReplayError:
+        raise
+    except Exception as e:  # a failed decompression, a bad page checksum, a short read
+        raise DatasetError(f"{path}: a damaged page ({str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__})") from None
+
+
 def _check_columns(path: Location, have: pa.Schema, want: pa.Schema) -> None:
     for f in want:
         if f.name not in have.names:
@@ -250,12 +261,17 @@ class CheckedFiles:
 def check_files(files: Iterable[Location], table: str) -> CheckedFiles:
     """Checks every file (check_file). A file that fails is a DatasetError naming it and
     --skip-bad-files; within readpolicy.skipping_bad_files() it is left out and listed on stderr instead
-    (DatasetError when no file is left)."""
+    (DatasetError when no file is left). There every page of every file is read once too
+    (verify_parquet), so that a file whose footer is sound but a page is not is left out as well."""
     out = CheckedFiles([], set(), [])
     files = list(files)
+    skipping = skip_bad_files()
     for f in files:
         try:
             md = check_file(f, table)
+            if skipping and not pages_read_before(str(f)):
+                check_pages(f)
+                pages_read(str(f))
         except DatasetError as e:
             if not skip_bad_files():
                 raise DatasetError(f"{e}; pass {SKIP_BAD_FILES} to read the other files without it") from None

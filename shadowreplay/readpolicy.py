@@ -11,23 +11,38 @@ from collections.abc import Iterator
 SKIP_BAD_FILES = "--skip-bad-files"
 _skip_bad: contextvars.ContextVar[bool] = contextvars.ContextVar("skip_bad_files", default=False)
 _reported: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("skipped_reported", default=None)
+_read_whole: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("pages_read", default=None)
 
 
 @contextlib.contextmanager
 def skipping_bad_files(skip: bool = True) -> Iterator[None]:
     """Within the block, shadowreplay.dataset.check_files leaves out (and lists on stderr, once
     each) the files it cannot read, instead of refusing the dataset."""
-    token, listed = _skip_bad.set(skip), _reported.set(set())
+    token, listed, read = _skip_bad.set(skip), _reported.set(set()), _read_whole.set(set())
     try:
         yield
     finally:
         _skip_bad.reset(token)
         _reported.reset(listed)
+        _read_whole.reset(read)
 
 
 def skip_bad_files() -> bool:
     """Whether unreadable files are left out here."""
     return _skip_bad.get()
+
+
+def pages_read_before(path: str) -> bool:
+    """Whether every page of `path` was read and found sound before in this block (a command that
+    checks a table twice reads its files once)."""
+    return path in (_read_whole.get() or ())
+
+
+def pages_read(path: str) -> None:
+    """Every page of `path` was read and found sound."""
+    read = _read_whole.get()
+    if read is not None:
+        read.add(path)
 
 
 def not_listed_yet(paths: list[str]) -> list[str]:

@@ -27,14 +27,23 @@ import duckdb
 import pyarrow as pa
 
 from shadowreplay.errors import DatasetError, ShadowReplayError
+from shadowreplay.readpolicy import SKIP_BAD_FILES, skip_bad_files
 
 Statements = Sequence[duckdb.Statement]
 
 
 def first_line(e: BaseException) -> str:
-    """The first line of an error's message (DuckDB's carry hints and context on later lines)."""
+    """The first line of an error's message (DuckDB's carry hints and context on later lines).
+    DuckDB's failure to read one file of a dataset (a damaged page: `Failed to read file "X": ...`)
+    also says how to read the other files."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
+    line = text.splitlines()[0] if text else type(e).__name__
+    if isinstance(e, duckdb.Error) and _FAILED_FILE in line and not skip_bad_files():
+        line += f"; pass {SKIP_BAD_FILES} to read the other files without it"
+    return line
+
+
+_FAILED_FILE = 'Failed to read file "'
 
 
 def load(package: str, name: str) -> str:

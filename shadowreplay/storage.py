@@ -376,9 +376,12 @@ def remove_temporaries(path: Location) -> None:
 def write_parquet(table: Any, path: Location, **kw: Any) -> None:
     """pyarrow.parquet.write_table, atomically: on S3 the file is encoded in memory and PUT whole
     (a writer killed meanwhile leaves nothing; an unfinished multipart upload is never visible);
-    locally it is written as NAME.tmp beside the final name and renamed."""
+    locally it is written as NAME.tmp beside the final name and renamed. Every page carries its
+    CRC, so `verify_parquet` finds a damaged one."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    kw.setdefault("write_page_checksum", True)
 
     if isinstance(path, S3Path):
         buf = pa.BufferOutputStream()
@@ -402,6 +405,25 @@ def read_parquet_metadata(path: Location) -> Any:
         with guarded(str(path)):
             return pq.read_metadata(path.fs_path, filesystem=arrow_filesystem())
     return pq.read_metadata(path)
+
+
+def verify_parquet(path: Location) -> None:
+    """Reads every page of a Parquet file once, one row group at a time, checking the pages' CRCs
+    where the writer stored them; raises what pyarrow raises for a damaged page (a failed
+    decompression, a bad checksum, a short read)."""
+    import pyarrow.parquet as pq
+
+    if isinstance(path, S3Path):
+        with guarded(str(path)), arrow_filesystem().open_input_file(path.fs_path) as f:
+            _read_every_page(pq.ParquetFile(f, page_checksum_verification=True))
+        return
+    with open(path, "rb") as f:
+        _read_every_page(pq.ParquetFile(f, page_checksum_verification=True))
+
+
+def _read_every_page(pf: Any) -> None:
+    for i in range(pf.num_row_groups):
+        pf.read_row_group(i, use_threads=False)
 
 
 def read_parquet(path: Location, columns: list[str] | None = None) -> Any:

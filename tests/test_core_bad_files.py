@@ -93,3 +93,68 @@ def test_report_of_two_replays_points_at_compare(tmp_path, capsys):
     rc, out, err = run_cli(capsys, "report", tmp_path / "a", tmp_path / "b", "--out", tmp_path / "r.html")
     assert rc == 2 and "shadowreplay compare" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "r.html").exists()
+
+
+# ---- a sound footer, a damaged page ----------------------------------------------------------
+def damage_a_page(path, garble: bool) -> None:
+    """Damages the middle of the file's largest column chunk, its footer left sound: one flipped
+    byte (bit rot that DuckDB reads without a word) or 2 kB garbled (a failed decompression)."""
+    import pyarrow.parquet as pq
+
+    md = pq.read_metadata(path)
+    chunk = max((md.row_group(r).column(c) for r in range(md.num_row_groups) for c in range(md.num_columns)),
+                key=lambda c: c.total_compressed_size)
+    start = chunk.data_page_offset + chunk.total_compressed_size // 2
+    b = bytearray(path.read_bytes())
+    for i in range(start, start + (2048 if garble else 1)):
+        b[i] ^= 0xA5
+    path.write_bytes(b)
+    assert pq.read_metadata(path).num_rows == md.num_rows  # the footer still reads
+
+
+@pytest.fixture(scope="module")
+def paged(tmp_path_factory):
+    """A recording and a replayable recording, one file of each with a damaged page; and which."""
+    base = tmp_path_factory.mktemp("paged")
+    write_recording(base / "rec", SynthSpec(periods=2, period_s=3600.0, n_rows=400, anomaly=None, seed=3))
+    write_replayable(base / "replayable", [chat_row(i, i * 0.1) for i in range(20)])
+    write_replayable(base / "replayable", [chat_row(i, 2 + i * 0.1) for i in range(20, 40)])
+    bad = {}
+    for name, table, garble in (("rec", "requests", True), ("replayable", "requests", False)):
+        files = sorted((base / name / table).rglob("*.parquet"))
+        assert len(files) >= 2
+        damage_a_page(files[0], garble)
+        bad[name] = files[0]
+    return base, bad
+
+
+def test_every_file_written_carries_page_checksums(paged):
+    """The bit flip is found by the pages' CRCs, which every file the project writes carries."""
+    import pyarrow.parquet as pq
+
+    base, bad = paged
+    with pytest.raises(OSError, match="CRC checksum verification failed"):
+        pf = pq.ParquetFile(bad["replayable"], page_checksum_verification=True)
+        for i in range(pf.num_row_groups):
+            pf.read_row_group(i)
+
+
+def test_a_damaged_page_without_the_option_names_the_file_and_the_option(paged, capsys):
+    base, bad = paged
+    rc, out, err = run_cli(capsys, "analyze", base / "rec")
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and str(bad["rec"]) in err and "--skip-bad-files" in err, err
+
+
+@pytest.mark.parametrize("argv,which", [
+    (["analyze", "{base}/rec"], "rec"),
+    (["sql", "{base}/rec", "-c", "SELECT count(*) AS n FROM requests"], "rec"),
+    (["replay", "{base}/replayable", "--target", "http://127.0.0.1:1", "--out", "{base}/o", "--dry-run"], "replayable"),
+], ids=["analyze", "sql", "replay"])
+def test_with_skip_bad_files_a_file_with_a_damaged_page_is_left_out(paged, capsys, argv, which):
+    base, bad = paged
+    rc, out, err = run_cli(capsys, *[a.format(base=base) for a in argv], "--skip-bad-files")
+    assert rc == 0, err
+    assert "skipped 1 unreadable file" in err and str(bad[which]) in err and "a damaged page" in err, err
+    if which == "replayable":
+        assert "20 requests" in out + err, out + err  # the sound file's 20, not the 40 recorded
