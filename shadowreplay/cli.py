@@ -10,7 +10,7 @@ import logging
 import sys
 
 from . import __version__
-from .errors import ShadowReplayError
+from .errors import DatasetError, ShadowReplayError
 from .readpolicy import SKIP_BAD_FILES, skipping_bad_files
 
 # (module, what it registers). Each module has `register(subparsers)`; heavy imports stay inside
@@ -105,6 +105,22 @@ def _join_two_words(argv: list[str]) -> list[str]:
     return argv
 
 
+def damaged_file_error(e: DatasetError) -> DatasetError:
+    """When DuckDB failed to read the data and its message names no file (a damaged page header
+    comes as `TProtocolException: Invalid data`), the error names the damaged file and
+    --skip-bad-files instead; else `e` as it is."""
+    from .readpolicy import accepted_files, engine_failed_reading, skip_bad_files
+
+    if skip_bad_files() or SKIP_BAD_FILES in str(e) or not engine_failed_reading():
+        return e
+    from .dataset import find_damaged
+
+    found = find_damaged(accepted_files())
+    if found is None:
+        return e
+    return DatasetError(f"{found[0]}: {found[1]}; pass {SKIP_BAD_FILES} to read the other files without it")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = _join_two_words(list(sys.argv[1:] if argv is None else argv))
@@ -121,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with skipping_bad_files(getattr(args, "skip_bad_files", False)):
-            rc = func(args)
+            try:
+                rc = func(args)
+            except DatasetError as e:
+                raise damaged_file_error(e) from None
     except ShadowReplayError as e:
         print(f"shadowreplay {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code

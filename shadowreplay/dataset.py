@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import DatasetError, ShadowReplayError
-from .readpolicy import SKIP_BAD_FILES, not_listed_yet, pages_read, pages_read_before, skip_bad_files
+from .readpolicy import SKIP_BAD_FILES, accepted, not_listed_yet, pages_read, pages_read_before, skip_bad_files
 from .schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, SCHEMAS, TABLE_KEY, TABLES, TIME_COLUMN
 from .storage import Location, location, read_parquet_metadata, verify_parquet, write_parquet
 
@@ -290,7 +290,18 @@ def check_files(files: Iterable[Location], table: str) -> CheckedFiles:
             print(f"  {f}: {why}", file=sys.stderr, flush=True)
     if files and not out.files:
         raise DatasetError(f"{table}: none of its {len(files)} files is readable")
+    accepted(out.files)
     return out
+
+
+def find_damaged(files: Iterable[Location]) -> tuple[Location, str] | None:
+    """The first of `files` with a damaged page, and why (check_pages); None when all are sound."""
+    for f in files:
+        try:
+            check_pages(f)
+        except DatasetError as e:
+            return f, str(e).removeprefix(f"{f}: ")
+    return None
 
 
 def checked_columns(files: Iterable[Location], table: str) -> set[str]:

@@ -12,6 +12,9 @@ SKIP_BAD_FILES = "--skip-bad-files"
 _skip_bad: contextvars.ContextVar[bool] = contextvars.ContextVar("skip_bad_files", default=False)
 _reported: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("skipped_reported", default=None)
 _read_whole: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("pages_read", default=None)
+# the files the dataset check accepted in this block, and whether DuckDB then failed to read one
+_accepted: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar("files_accepted", default=None)
+_engine_failed: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("engine_failed", default=None)
 
 
 @contextlib.contextmanager
@@ -19,12 +22,15 @@ def skipping_bad_files(skip: bool = True) -> Iterator[None]:
     """Within the block, shadowreplay.dataset.check_files leaves out (and lists on stderr, once
     each) the files it cannot read, instead of refusing the dataset."""
     token, listed, read = _skip_bad.set(skip), _reported.set(set()), _read_whole.set(set())
+    accepted, failed = _accepted.set({}), _engine_failed.set([])
     try:
         yield
     finally:
         _skip_bad.reset(token)
         _reported.reset(listed)
         _read_whole.reset(read)
+        _accepted.reset(accepted)
+        _engine_failed.reset(failed)
 
 
 def skip_bad_files() -> bool:
@@ -43,6 +49,29 @@ def pages_read(path: str) -> None:
     read = _read_whole.get()
     if read is not None:
         read.add(path)
+
+
+def accepted(files: list[object]) -> None:
+    """The dataset check accepted these files (shadowreplay.dataset Locations)."""
+    seen = _accepted.get()
+    if seen is not None:
+        seen.update((str(f), f) for f in files)
+
+
+def accepted_files() -> list[object]:
+    """The files the dataset check accepted in this block."""
+    return list((_accepted.get() or {}).values())
+
+
+def engine_read_failed() -> None:
+    """The query engine failed to read the data (a damaged page: DuckDB names the file only sometimes)."""
+    failed = _engine_failed.get()
+    if failed is not None:
+        failed.append(True)
+
+
+def engine_failed_reading() -> bool:
+    return bool(_engine_failed.get())
 
 
 def not_listed_yet(paths: list[str]) -> list[str]:

@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from shadowreplay.errors import DatasetError, ShadowReplayError
-from shadowreplay.readpolicy import SKIP_BAD_FILES, skip_bad_files
+from shadowreplay.readpolicy import SKIP_BAD_FILES, engine_read_failed, skip_bad_files
 
 Statements = Sequence[duckdb.Statement]
 
@@ -38,12 +38,16 @@ def first_line(e: BaseException) -> str:
     also says how to read the other files."""
     text = str(e).strip()
     line = text.splitlines()[0] if text else type(e).__name__
+    if isinstance(e, duckdb.Error) and not isinstance(e, _QUERY_MISTAKES):
+        engine_read_failed()  # the CLI then looks for a damaged file (shadowreplay/cli.py)
     if isinstance(e, duckdb.Error) and _FAILED_FILE in line and not skip_bad_files():
         line += f"; pass {SKIP_BAD_FILES} to read the other files without it"
     return line
 
 
 _FAILED_FILE = 'Failed to read file "'
+# errors of the query itself (a --where typo), not of the data: no damaged file is looked for
+_QUERY_MISTAKES = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
 
 
 def load(package: str, name: str) -> str:

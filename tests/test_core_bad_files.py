@@ -96,17 +96,20 @@ def test_report_of_two_replays_points_at_compare(tmp_path, capsys):
 
 
 # ---- a sound footer, a damaged page ----------------------------------------------------------
-def damage_a_page(path, garble: bool) -> None:
-    """Damages the middle of the file's largest column chunk, its footer left sound: one flipped
-    byte (bit rot that DuckDB reads without a word) or 2 kB garbled (a failed decompression)."""
+def damage_a_page(path, garble: bool, column: str | None = None) -> None:
+    """Damages a column chunk (`column`'s, else the largest), its footer left sound: one flipped
+    byte (bit rot that DuckDB reads without a word) or up to 2 kB garbled (a failed decompression)."""
     import pyarrow.parquet as pq
 
     md = pq.read_metadata(path)
-    chunk = max((md.row_group(r).column(c) for r in range(md.num_row_groups) for c in range(md.num_columns)),
-                key=lambda c: c.total_compressed_size)
-    start = chunk.data_page_offset + chunk.total_compressed_size // 2
+    chunks = [md.row_group(r).column(c) for r in range(md.num_row_groups) for c in range(md.num_columns)]
+    chunk = max((c for c in chunks if column in (None, c.path_in_schema)), key=lambda c: c.total_compressed_size)
+    first = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    end = first + chunk.total_compressed_size
     b = bytearray(path.read_bytes())
-    for i in range(start, start + (2048 if garble else 1)):
+    # garbled: the data pages (past the dictionary), which DuckDB then fails to decompress
+    span = range(chunk.data_page_offset, min(end, chunk.data_page_offset + 2048)) if garble else [first + chunk.total_compressed_size // 3]
+    for i in span:
         b[i] ^= 0xA5
     path.write_bytes(b)
     assert pq.read_metadata(path).num_rows == md.num_rows  # the footer still reads
@@ -120,10 +123,11 @@ def paged(tmp_path_factory):
     write_replayable(base / "replayable", [chat_row(i, i * 0.1) for i in range(20)])
     write_replayable(base / "replayable", [chat_row(i, 2 + i * 0.1) for i in range(20, 40)])
     bad = {}
-    for name, table, garble in (("rec", "requests", True), ("replayable", "requests", False)):
-        files = sorted((base / name / table).rglob("*.parquet"))
+    # the recording's TTFT column (what analyze reads), garbled; a replayable file's bit flipped
+    for name, garble, column in (("rec", True, "ttft_ms"), ("replayable", False, None)):
+        files = sorted((base / name / "requests").rglob("*.parquet"))
         assert len(files) >= 2
-        damage_a_page(files[0], garble)
+        damage_a_page(files[0], garble, column)
         bad[name] = files[0]
     return base, bad
 
