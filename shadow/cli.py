@@ -90,8 +90,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--quick", action="store_true",
                       help="the whole pipeline in about 5 minutes: two engines, 1 minute of traffic, one replay and its fidelity "
                       "check, a capacity step of 3 loads (at most 40 s), the reports; no remediations and no verdicts")
-    demo.add_argument("--minutes", type=float, help="minutes of recorded traffic (default 2.5: almost four compressed 'weeks'; 1 with --quick)")
-    demo.add_argument("--week", type=float, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 40; 30 with --quick)")
+    demo.add_argument("--minutes", type=float, help="minutes of recorded traffic (default: 1.5 where three batch slots hold the 130 short requests "
+                      "the verdicts need at the engine's calibrated rate, else 2; 1 with --quick)")
+    demo.add_argument("--week", type=float, metavar="SECONDS", help="length of one compressed 'week' of 10 s slots (default 30)")
     demo.add_argument(
         "--remediation", metavar="'FLAGS'",
         help="vLLM flags of the remediated shadow, written --remediation='...' (default: '--long-prefill-token-threshold 128'); "

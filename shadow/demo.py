@@ -52,7 +52,7 @@ from .engine import EngineConfig, VllmServer, log_tail
 from .pii_check import LeakChecker
 from .procs import ProcessSet, interrupts_as_keyboard_interrupt, no_interrupts, signal_handlers_kept
 from .tiny_model import MODEL_NAME, build_tiny_model
-from .calibrate import BATCH_PROBE, measure, measure_batched, rates
+from .calibrate import BATCH_PROBE, SLOT_REQUESTS, measure, measure_batched, rates
 from .traffic import BATCH_CLIENT, BATCH_KEY, CLIENT_KEYS, TrafficConfig, drive
 from .venv import find_vllm_python
 
@@ -70,6 +70,10 @@ KV_CACHE_GIB = 1.0  # four tiny engines at once: 1 GiB of KV cache each is plent
 # slot holds enough short requests for a P95.
 DEMO_ENGINE_ARGS = ["--enforce-eager", "--block-size", "32"]
 ENGINE_NICE = 10  # engines below the replayer's CPU priority: the replay's timing must not decide a verdict
+# The full demo records as many weeks as its slots need to hold SLOT_REQUESTS short requests at
+# the rate the engine was calibrated to: 3 slots on a fast engine, else 4 (2 minutes); each replay
+# lasts as long, so a fast engine's demo is shorter. --minutes fixes the length instead.
+AUTO_SLOTS = (3, 4)
 DEMO_MIN_Z = 1.5  # the anomaly finder's strength threshold on the demo's small fold (default 3.5)
 # --quick folds into six cells, two of them the slot's: those widen the spread they are judged
 # against (a 4-5x TP99 came out at z 1.4), so a z of 1 is asked there
@@ -96,10 +100,10 @@ QUICK_CAPACITY_REQUESTS = 100
 @dataclass
 class DemoConfig:
     out: Path
-    minutes: float = 2.5
-    week_s: float = 40.0  # one compressed "week" of four 10 s slots: the slot comes back 3-4 times
+    minutes: float | None = None  # None: as long as the slot's short requests need (AUTO_SLOTS)
+    week_s: float = 30.0  # one compressed "week" of three 10 s slots
     bucket_s: float = 10.0
-    slot_at_s: float | None = None  # the batch slot's start in the week (default: mid-week)
+    slot_at_s: float | None = None  # the batch slot's start in the week (default: the bucket after the start)
     seed: int = 7
     remediation: str = DEFAULT_REMEDIATION
     short_rate: float | None = None  # None: calibrated to the engine
@@ -114,8 +118,8 @@ class DemoConfig:
     @classmethod
     def for_mode(cls, *, quick: bool = False, minutes: float | None = None, week_s: float | None = None, **kw: Any) -> "DemoConfig":
         """The defaults of the full demo, or of --quick, for the values not given."""
-        if minutes is None:
-            minutes = cls.QUICK_MINUTES if quick else cls.minutes
+        if minutes is None and quick:
+            minutes = cls.QUICK_MINUTES
         if week_s is None:
             week_s = cls.QUICK_WEEK_S if quick else cls.week_s
         return cls(minutes=minutes, week_s=week_s, quick=quick, **kw)
@@ -123,15 +127,13 @@ class DemoConfig:
     def __post_init__(self) -> None:
         if self.remediation.strip() == "route":
             raise ConfigError("--remediation takes vLLM flags; the demo measures the route fix (the batch client on an engine of its own) anyway")
-        if self.minutes <= 0:
+        if self.minutes is not None and self.minutes <= 0:
             raise ConfigError("--minutes must be positive")
         if self.week_s < 3 * self.bucket_s or self.week_s % self.bucket_s:
             raise ConfigError("--week must be a multiple of the 10 s bucket and at least 3 buckets")
-        if self.slot_at_s is None:
-            self.slot_at_s = (self.week_s // 2 // self.bucket_s) * self.bucket_s
-        if not 0 <= self.slot_at_s <= self.week_s - self.bucket_s or self.slot_at_s % self.bucket_s:
+        if self.slot_at_s is not None and (not 0 <= self.slot_at_s <= self.week_s - self.bucket_s or self.slot_at_s % self.bucket_s):
             raise ConfigError("the batch slot must be one of the week's 10 s buckets")
-        if self.minutes * 60 < 2 * self.week_s:
+        if self.minutes is not None and self.minutes * 60 < 2 * self.week_s:
             raise ConfigError(f"--minutes {self.minutes:g} holds fewer than 2 weeks of {self.week_s:g} s: nothing can repeat")
 
 
@@ -259,11 +261,16 @@ class Demo:
         self.summary["engines"] = {n: {"url": s.url, "log": str(s.log_path)} for n, s in servers.items()}
 
         # ---------------------------------------------------------------- 2
-        duration = cfg.minutes * 60
-        self.step(2, f"drive {cfg.minutes:g} min of gateway traffic through the recorder ({duration / cfg.week_s:g} 'weeks' of {cfg.week_s:g} s)")
+        self.step(2, f"drive gateway traffic through the recorder ('weeks' of {cfg.week_s:g} s)")
         probe = TrafficConfig(model=MODEL_NAME, duration_s=0, batch_words=cfg.batch_words, seed=cfg.seed)
         short_s, long_s = measure(prod.url, probe)
         batched_s = measure_batched(prod.url, probe)
+        if cfg.minutes is None:  # the fewest weeks whose slots hold SLOT_REQUESTS short requests at the engine's rate
+            for n in AUTO_SLOTS:
+                if rates(short_s, long_s, cfg.bucket_s, batched_s, slot_total_s=n * cfg.bucket_s).short_rate * n * cfg.bucket_s >= SLOT_REQUESTS:
+                    break
+            cfg.minutes = minutes_for_slots(n, cfg.week_s, cfg.bucket_s)
+        duration = cfg.minutes * 60
         slots = slot_sizing(1.0, cfg.minutes, cfg.week_s, cfg.bucket_s)["slots"]
         cal = rates(short_s, long_s, cfg.bucket_s, batched_s, slot_total_s=slots * cfg.bucket_s)
         if cfg.short_rate is not None:
@@ -280,7 +287,7 @@ class Demo:
         self.summary["sizing"] = size
         carried = [f"P{q}" for q, n in (("50", size["p50_needs"]), ("95", size["p95_needs"]), ("99", size["p99_needs"])) if size["expected"] >= n]
         self.say(
-            f"  sizing: after the {cfg.bucket_s:g} s warm-up the slot comes {size['slots']} times and holds about {size['expected']:.0f} short requests; "
+            f"  sizing: {cfg.minutes:g} min of traffic ({duration / cfg.week_s:g} weeks); after the {cfg.bucket_s:g} s warm-up the slot comes {size['slots']} times and holds about {size['expected']:.0f} short requests; "
             f"a P95 needs {size['p95_needs']}, a P99 {size['p99_needs']}: "
             + (f"enough for {' and '.join(carried)} verdicts" if carried else "too few for any percentile verdict")
             + ("" if size["p95_carried"] else f"; too few for a P95 on this engine, --minutes {size['minutes_for_p95']:g} would carry one")
@@ -290,7 +297,7 @@ class Demo:
         # slot comes exactly one bucket after the start: not on a cold cache (that bucket is the
         # warm-up compare leaves out), and as many slots as the run can hold.
         start = math.ceil(time.time() / cfg.bucket_s) * cfg.bucket_s
-        if cfg.quick:  # the slot is wherever the clock puts it: no wait for the week to come round
+        if cfg.slot_at_s is None:  # the slot is wherever the clock puts it: no wait for the week to come round
             cfg.slot_at_s = (start + cfg.bucket_s) % cfg.week_s
         while (cfg.slot_at_s - start % cfg.week_s) % cfg.week_s != cfg.bucket_s:
             start += cfg.bucket_s
@@ -693,6 +700,12 @@ def wait_port(port: int, proc: subprocess.Popen, log: Path, timeout_s: float) ->
     if wait_listening(port, timeout_s, alive=lambda: check_alive(proc, "the recorder", log), poll_s=0.2):
         return
     raise TargetError(f"the recorder did not listen on port {port} within {timeout_s:.0f} s:\n{log_tail(log)}")
+
+
+def minutes_for_slots(slots: int, week_s: float, bucket_s: float) -> float:
+    """The recording that holds `slots` batch slots: the warm-up bucket, the slots a week apart,
+    and one bucket after the last (its queue drains there, and the fold has a cell after it)."""
+    return (bucket_s + (slots - 1) * week_s + 2 * bucket_s) / 60
 
 
 def slot_sizing(short_rate: float, minutes: float, week_s: float, bucket_s: float) -> dict[str, Any]:
