@@ -40,7 +40,8 @@ def test_grpc_unary_and_streaming_replay(tmp_path):
         f"read_parquet('{tmp_path}/out/replay_results/**/*.parquet') ORDER BY request_id").fetchall()
     g, c, b = rows
     assert g[1] == 0 and g[2] is None and g[6] == "grpc"
-    assert len(g[4]) == 3 and all(25 <= x <= 200 for x in g[4]), g[4]  # server pauses 30 ms between messages
+    # the server pauses 30 ms between messages; one late arrival shortens the next gap, never the sum
+    assert len(g[4]) == 3 and all(0 < x <= 200 for x in g[4]) and sum(g[4]) >= 60, g[4]
     assert 0 < g[3] < g[5]
     assert c[1] == 0 and c[2] is None and c[4] == [] and c[3] is not None
     assert b[1] == 5 and b[2].startswith("grpc NOT_FOUND") and "no model for user u" in b[2]

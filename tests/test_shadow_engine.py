@@ -243,7 +243,7 @@ def test_demo_refuses_a_non_empty_folder_that_is_not_a_demo(tmp_path, monkeypatc
     assert (out / "precious.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("kw", [{"minutes": 1.0}, {"minutes": 0}, {"week_s": 25.0}, {"week_s": 20.0}])
+@pytest.mark.parametrize("kw", [{"minutes": 0.9}, {"minutes": 0}, {"week_s": 25.0}, {"week_s": 20.0}])
 def test_demo_config_rejects_weeks_that_cannot_repeat(kw, tmp_path):
     from shadowreplay.shadow.demo import DemoConfig
 
