@@ -23,7 +23,11 @@ def spark():
 
     s = (SparkSession.builder.master("local[2]").appName("shadowreplay-tests")
          .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+         .config("spark.ui.showConsoleProgress", "false")
+         # the test data is small: compiling whole-stage code and re-planning adaptively cost more
+         # than the queries (the module took about half as long without them); results are the same
+         .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.adaptive.enabled", "false")
+         .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
