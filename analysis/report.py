@@ -221,6 +221,15 @@ def _p99(g, metric: str) -> str:
     return fmt.cell(g[metric]["p99"], 0)
 
 
+def _tile_percentile(requests: int) -> str:
+    """The percentile the summary tiles show: the highest of P99, P95, P50 that `requests` are
+    enough for under compare's request-count rule (stats.needed): 100 requests get a P95."""
+    for label, q in (("P99", 0.99), ("P95", 0.95)):
+        if requests >= stats.needed(q):
+            return label
+    return "P50"
+
+
 def _clients_section(summ) -> str:
     if not summ["groups"]:
         return ""
@@ -249,8 +258,9 @@ def _page(title: str, summ: dict[str, Any], an: dict[str, Any], sections: list[s
     tot = next((g for g in summ["groups"] if g["total"]), None)
     stats = [("requests", f"{summ['requests']:,}")]
     if tot:
-        stats += [("error rate", fmt.pct(tot["error_rate"])), ("TTFT P99", f"{fmt.cell(tot['ttft_ms']['p99'], 0)} ms"),
-                  ("E2E P99", f"{fmt.cell(tot['e2e_ms']['p99'], 0)} ms"), ("goodput", fmt.pct(tot["goodput_share"]))]
+        pct = _tile_percentile(tot["requests"] or 0)
+        stats += [("error rate", fmt.pct(tot["error_rate"])), (f"TTFT {pct}", f"{fmt.cell(tot['ttft_ms'][pct.lower()], 0)} ms"),
+                  (f"E2E {pct}", f"{fmt.cell(tot['e2e_ms'][pct.lower()], 0)} ms"), ("goodput", fmt.pct(tot["goodput_share"]))]
     stats.append(("anomalous slots", str(len(an["anomalies"]))))
     tiles = "".join(f"<div class='tile{' alert' if k == 'anomalous slots' and an['anomalies'] else ''}'><div class='v'>{html.escape(v)}</div><div class='k'>{html.escape(k)}</div></div>" for k, v in stats)
     note_html = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
