@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from shadowreplay.ports import free_port as _free_port
-from tests.engines import LAUNCHERS, Engines, EngineUnavailable
+# gRPC's fork handlers (on by default in grpcio's core) run on every fork() of this process, and
+# the vllm_grpc engine is polled over gRPC in a background thread while the first tests run: a
+# fork with a preexec_fn (pyspark's JVM launch) then now and then died before its exec
+# ("Java gateway process exited", seen in `make test-all`; 1 fork in 200 beside a polling thread
+# here). No test forks a process that goes on using gRPC, so the handlers are switched off.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+from shadowreplay.ports import free_port as _free_port  # noqa: E402
+from tests.engines import LAUNCHERS, Engines, EngineUnavailable  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

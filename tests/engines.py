@@ -128,6 +128,7 @@ def _vllm_grpc(python: Path, logs: Path) -> tuple[Any, Callable[[], None]]:
     port = free_port()
     log_path = logs / "vllm-grpc.log"
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
+    env.pop("GRPC_ENABLE_FORK_SUPPORT", None)  # tests/conftest.py's setting is for the test process only
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [str(python), "-m", "vllm.entrypoints.grpc_server", "--model", str(model), "--host", "127.0.0.1",
