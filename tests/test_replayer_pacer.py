@@ -61,7 +61,15 @@ def test_the_lead_is_polled_and_the_loop_keeps_running():
     assert ended >= target
     assert ran_at and ran_at[0] < target  # the loop was not blocked while polling
     _, _, cpu_sleep, _ = asyncio.run(main(0))
-    assert cpu_lead > cpu_sleep + 15_000_000, (cpu_lead, cpu_sleep)  # about 60 ms of polling against ~0
+    assert polled(cpu_lead, cpu_sleep), (cpu_lead, cpu_sleep)
+
+
+def polled(cpu_polling_ns: int, cpu_sleeping_ns: int) -> bool:
+    """A wait that polled through its 60 ms lead used the CPU, one that slept did not (~0.5 ms).
+    Thread CPU time, not wall time: on a busy machine (the pure tests run beside each other) the
+    poller is descheduled for much of the lead (seen: 10.8 ms of CPU in 60 ms), so the bar is
+    several times the sleeper's and at least 3 ms, not the lead itself."""
+    return cpu_polling_ns > max(4 * cpu_sleeping_ns, 3_000_000)
 
 
 def test_bad_pacer_settings():
@@ -85,4 +93,4 @@ def test_a_wait_without_polling_sleeps_through_the_lead():
     t1, e1, cpu_sleeping = asyncio.run(main(False))
     t2, e2, cpu_polling = asyncio.run(main(True))
     assert e1 >= t1 and e2 >= t2
-    assert cpu_polling > cpu_sleeping + 15_000_000, (cpu_polling, cpu_sleeping)
+    assert polled(cpu_polling, cpu_sleeping), (cpu_polling, cpu_sleeping)
