@@ -100,7 +100,9 @@ def test_queue_full_drops_are_counted_not_blocking(tmp_path):
     results = [w.submit(Ex(i, gate)) for i in range(20)]
     t0 = time.monotonic()
     assert w.submit(Ex(99)) is False
-    assert time.monotonic() - t0 < 0.05  # never blocks the proxy
+    # never blocks the proxy: a blocking put would wait on the gate for good; a bound above a
+    # busy machine's scheduling delays (not 50 ms) still tells the two apart
+    assert time.monotonic() - t0 < 2.0
     accepted = sum(results)
     assert w.dropped_queue_full == 20 - accepted + 1 and accepted >= 5
     gate.set()
