@@ -58,7 +58,7 @@ def wait_gone(pids: list[int], also: str, timeout: float = 30.0) -> None:
     assert processes_mentioning(also) == []
 
 
-@pytest.mark.timeout(900)  # about 4-5 minutes alone
+@pytest.mark.timeout(900)  # about 3 minutes
 def test_demo_quick_runs_the_whole_pipeline(vllm_python, tmp_path):
     """`demo --quick`: real engines, the real recorder, the PII check, the anomaly, a replay, the report."""
     out = tmp_path / "demo"
@@ -127,7 +127,7 @@ def check_capacity(cap: dict, out: Path, steps: int | None = None) -> None:
 
 
 @pytest.mark.nightly
-@pytest.mark.timeout(1800)  # 11-14 minutes: four replays of 1.5-2 minutes after the recording
+@pytest.mark.timeout(1800)  # about 10 minutes: four replays of 1.5-2 minutes after the recording
 def test_demo_end_to_end(vllm_python, tmp_path):
     out = tmp_path / "demo"
     r = subprocess.run(
