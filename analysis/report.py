@@ -15,6 +15,7 @@ from shadowreplay.errors import ConfigError
 
 from . import analyze, anomalies, fmt, stats, svg
 from .anomalies import DAY, WEEK, WEEKDAYS, AnomalyParams, slot_label
+from .compare import group_percentile
 from .session import open_dataset, query
 
 KEEP = sorted(set(analyze.KEEP) | {"prompt_len", "route", "fold_t", "tpot_mean_ms"})
@@ -221,15 +222,6 @@ def _p99(g, metric: str) -> str:
     return fmt.cell(g[metric]["p99"], 0)
 
 
-def _tile_percentile(requests: int) -> str:
-    """The percentile the summary tiles show: the highest of P99, P95, P50 that `requests` are
-    enough for under compare's request-count rule (stats.needed): 100 requests get a P95."""
-    for label, q in (("P99", 0.99), ("P95", 0.95)):
-        if requests >= stats.needed(q):
-            return label
-    return "P50"
-
-
 def _clients_section(summ) -> str:
     if not summ["groups"]:
         return ""
@@ -258,7 +250,7 @@ def _page(title: str, summ: dict[str, Any], an: dict[str, Any], sections: list[s
     tot = next((g for g in summ["groups"] if g["total"]), None)
     stats = [("requests", f"{summ['requests']:,}")]
     if tot:
-        pct = _tile_percentile(tot["requests"] or 0)
+        pct = group_percentile([tot["requests"] or 0])  # compare's rule: 100 requests get a P95
         stats += [("error rate", fmt.pct(tot["error_rate"])), (f"TTFT {pct}", f"{fmt.cell(tot['ttft_ms'][pct.lower()], 0)} ms"),
                   (f"E2E {pct}", f"{fmt.cell(tot['e2e_ms'][pct.lower()], 0)} ms"), ("goodput", fmt.pct(tot["goodput_share"]))]
     stats.append(("anomalous slots", str(len(an["anomalies"]))))

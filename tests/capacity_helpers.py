@@ -29,6 +29,12 @@ def steady_rows(rate: float, seconds: float, *, per_conversation: int = 5, seed:
     return rows
 
 
+def capacity_cli(*args, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`shadowreplay capacity ARGS --no-progress` in a process of its own, from the repository."""
+    return subprocess.run([sys.executable, "-m", "shadowreplay", "capacity", *map(str, args), "--no-progress"],
+                          capture_output=True, text=True, timeout=timeout, cwd=HERE.parent)
+
+
 def write_steady(root: Path, rate: float, seconds: float, **kw) -> Path:
     write_recording(root, steady_rows(rate, seconds, **kw))
     return root

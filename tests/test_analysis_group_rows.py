@@ -3,6 +3,8 @@ requests a P99 needs (stats.needed), not a column of "too few requests"."""
 
 from __future__ import annotations
 
+import re
+
 from tests.analysis_helpers import SynthSpec, run_cli, write_recording, write_replay
 
 
@@ -24,3 +26,7 @@ def test_report_applies_the_same_request_count_rule(tmp_path, capsys):
     assert rc == 0, err
     page = (tmp_path / "r.html").read_text()
     assert "too few (P99 needs 500)" in page
+    # the summary tiles too: 100 requests carry a P95 (stats.needed), not a P99
+    tiles = dict((k, v) for v, k in re.findall(r"<div class='v'>([^<]*)</div><div class='k'>([^<]*)</div>", page))
+    assert "TTFT P99" not in tiles and "E2E P99" not in tiles, tiles
+    assert tiles["TTFT P95"].endswith(" ms") and tiles["E2E P95"].endswith(" ms"), tiles

@@ -22,7 +22,7 @@ from shadowreplay.replayer.capacity import CapacityOptions, Step, knee, next_loa
 from shadowreplay.replayer.load import Load, recorded_rates, sample_mask, scale
 from shadowreplay.replayer.replay import ReplayOptions
 from shadowreplay.schema import REQUESTS
-from tests.capacity_helpers import Floor, StandIn, steady_rows, write_steady
+from tests.capacity_helpers import Floor, StandIn, capacity_cli, steady_rows, write_steady
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -220,11 +220,6 @@ def test_early_stop_times_ttft_from_the_first_token_not_the_first_byte():
 
 
 # ---- against an engine of known capacity ---------------------------------------------------------
-def _capacity(*args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shadowreplay", "capacity", *map(str, args), "--no-progress"],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
-
-
 def lag_floor_ms(floor: Floor) -> float:
     """The send lag a step may show: 1 ms (an idle machine's floor, up to 1,000 req/s), or on a
     loaded, shared one a multiple of what a sender with nothing to send measured meanwhile (the
@@ -267,7 +262,7 @@ def test_sweep_of_a_60s_recording_finds_the_known_capacity_within_10_minutes(tmp
     junit = tmp_path / "junit.xml"
     with StandIn(slots=4, service_ms=40) as engine, Floor() as floor:  # 100 requests/s
         t0 = time.monotonic()
-        p = _capacity(rec, "--target", engine.url, "--slo", "ttft_p99<=150ms", "--out", out,
+        p = capacity_cli(rec, "--target", engine.url, "--slo", "ttft_p99<=150ms", "--out", out,
                       "--precision", "15%", "--fail-below", "10", "--junit", junit)
         took = time.monotonic() - t0
     assert p.returncode == 3, p.stderr  # the headroom (about 3x) is under 10x
@@ -300,7 +295,7 @@ def test_repeats_pool_their_runs_and_overlay_multiplies_the_rate(tmp_path):
     rec = write_steady(tmp_path / "rec", 30, 15)
     out = tmp_path / "cap"
     with StandIn(slots=4, service_ms=40) as engine:
-        p = _capacity(rec, "--target", engine.url, "--slo", "e2e_p95<=1s", "--out", out, "--mode", "overlay",
+        p = capacity_cli(rec, "--target", engine.url, "--slo", "e2e_p95<=1s", "--out", out, "--mode", "overlay",
                       "--loads", "0.5,2", "--repeats", "2", "--step-requests", "120", "--json")
     assert p.returncode == 0, p.stderr
     res = json.loads((out / "capacity.json").read_text())
@@ -322,7 +317,7 @@ def test_shards_send_one_scaled_step_together(tmp_path):
     rec = write_steady(tmp_path / "rec", 30, 15)
     out = tmp_path / "cap"
     with StandIn(slots=4, service_ms=40) as engine:
-        p = _capacity(rec, "--target", engine.url, "--slo", "e2e_p95<=1s", "--out", out, "--loads", "2",
+        p = capacity_cli(rec, "--target", engine.url, "--slo", "e2e_p95<=1s", "--out", out, "--loads", "2",
                       "--step-requests", "150", "--shards", "2")
     assert p.returncode == 0, p.stderr
     res = json.loads((out / "capacity.json").read_text())
@@ -365,13 +360,13 @@ def test_ctrl_c_ends_the_sweep_with_the_steps_done(tmp_path):
 def test_capacity_user_errors_are_one_line(tmp_path):
     rec = write_steady(tmp_path / "rec", 10, 2)
     for slo, needle in (("ttft_p99<=", "expected"), ("ttft=500ms", "at least one --slo figure")):
-        p = _capacity(rec, "--target", "http://127.0.0.1:9", "--slo", slo, "--out", tmp_path / "o", timeout=60)
+        p = capacity_cli(rec, "--target", "http://127.0.0.1:9", "--slo", slo, "--out", tmp_path / "o", timeout=60)
         assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
-    p = _capacity(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "o",
+    p = capacity_cli(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "o",
                   "--mode", "overlay", "--no-cache-salt", timeout=60)
     assert p.returncode == 2 and "cache_salt" in p.stderr
     (tmp_path / "old" / "step-01").mkdir(parents=True)
-    p = _capacity(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "old", timeout=60)
+    p = capacity_cli(rec, "--target", "http://127.0.0.1:9", "--slo", "ttft_p99<=1s", "--out", tmp_path / "old", timeout=60)
     assert p.returncode == 2 and "already holds a capacity sweep" in p.stderr
 
 
@@ -389,7 +384,7 @@ def test_two_sweeps_against_vllm_agree(tiny_vllm, tmp_path):
 
     srv, _ = tiny_vllm
     rec = write_steady(tmp_path / "rec", 4, 30, tokens=8, prompt_words=40)
-    sweeps = [run_capacity(rec, srv.url, ["e2e_p95<=400ms"], tmp_path / f"cap{k}", loads=[1, 4, 16], mode="overlay",
+    sweeps = [runcapacity_cli(rec, srv.url, ["e2e_p95<=400ms"], tmp_path / f"cap{k}", loads=[1, 4, 16], mode="overlay",
                            step_requests=100, max_seconds=None, model_map=[f"prod-model={MODEL_NAME}"],
                            echo=lambda s: None) for k in range(2)]
     intervals = []
