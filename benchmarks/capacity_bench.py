@@ -81,10 +81,9 @@ def main() -> int:
         p99 = [s["send_lag_p99_ms"] for s in st]
         mx = [s["send_lag_max_ms"] for s in st if s["send_lag_max_ms"] is not None]
         ratio = [s["sent_over_scheduled"] for s in st if s["sent_over_scheduled"] is not None]
+        mx_text = f"{statistics.median(mx):.2f}" if mx else "-"
         print(f"| {load:g}x | {st[0]['rate_rps']:.0f} | {statistics.median(p99):.2f} | {', '.join(f'{x:.2f}' for x in p99)} | "
-              f"{statistics.median(mx):.2f} | {statistics.median(ratio):.3f} | {floors} |" if mx else
-              f"| {load:g}x | {st[0]['rate_rps']:.0f} | {statistics.median(p99):.2f} | {', '.join(f'{x:.2f}' for x in p99)} | - | "
-              f"{statistics.median(ratio):.3f} | {floors} |")
+              f"{mx_text} | {statistics.median(ratio):.3f} | {floors} |")
     if a.json:
         a.json.write_text(json.dumps({"args": vars(a) | {"json": str(a.json)}, "runs": runs}, indent=1))
     return 0
