@@ -44,8 +44,8 @@ class StandIn:
     """The known-capacity engine in its own process: `slots` requests served at once, each for
     `service_ms`; capacity = slots / service_ms * 1000 requests per second."""
 
-    def __init__(self, slots: int, service_ms: float):
-        self.slots, self.service_ms = slots, service_ms
+    def __init__(self, slots: int, service_ms: float, log_arrivals: bool = False):
+        self.slots, self.service_ms, self.log_arrivals = slots, service_ms, log_arrivals
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -60,12 +60,19 @@ class StandIn:
     def __enter__(self) -> "StandIn":
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "sse_server.py"), "--port", str(self.port), "--slots", str(self.slots),
-             "--service-ms", str(self.service_ms)], stdout=subprocess.PIPE, text=True)
+             "--service-ms", str(self.service_ms)] + (["--log-arrivals"] if self.log_arrivals else []),
+            stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()  # "listening on ...": printed once the socket is bound
         if "listening" not in line:
             self.proc.kill()
             raise RuntimeError(f"stand-in engine did not start: {line!r}")
         return self
+
+    def take_arrivals(self) -> list[int]:
+        """With log_arrivals: the monotonic instants (ns) at which POSTs arrived since the last call."""
+        import httpx
+
+        return httpx.get(self.url + "/_test/arrivals", timeout=30).json()
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None:

@@ -5,6 +5,9 @@ Real sockets on 127.0.0.1, asyncio, keep-alive, chunked SSE. Routes:
        stream_options.include_usage; text = the prompt's words cycled up to max_tokens)
   POST /v1/embeddings
   GET  /metrics                                 (Prometheus text with vllm:* gauges)
+  GET  /_test/arrivals                          with log_arrivals: the monotonic clock (ns) at
+       which each POST's head was read since the last call, as a JSON list (benchmarks compare
+       when requests arrived with when their sender scheduled them)
   GET  with Upgrade: websocket                  101, then a close frame
   anything else: 404 JSON
 
@@ -53,6 +56,7 @@ class ServerConfig:
     record: bool = True
     slots: int = 0  # > 0: at most this many requests served at once, the rest wait
     service_ms: float = 0.0  # with slots: how long a request holds its slot before its tokens
+    log_arrivals: bool = False  # keep each POST's arrival instant for GET /_test/arrivals
 
 
 @dataclass
@@ -61,6 +65,7 @@ class _State:
     running: int = 0
     waiting: int = 0
     served: int = 0
+    arrivals: list[int] = field(default_factory=list)
 
 
 def _prompt_words(body: dict[str, Any]) -> list[str]:
@@ -96,6 +101,8 @@ class _Handler:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
+                if self.cfg.log_arrivals and head.startswith(b"POST "):
+                    self.state.arrivals.append(time.monotonic_ns())
                 lines = head.decode("latin-1").split("\r\n")
                 method, target, _ = lines[0].split(" ", 2)
                 headers: dict[str, str] = {}
@@ -134,6 +141,10 @@ class _Handler:
             writer.write(b"\x88\x02\x03\xe8")  # close frame, code 1000
             await writer.drain()
             return False
+        if method == "GET" and path == "/_test/arrivals":
+            out, self.state.arrivals[:] = list(self.state.arrivals), []
+            self._plain(writer, 200, json.dumps(out).encode(), "application/json")
+            return True
         if method == "GET" and path == "/metrics":
             text = (
                 "# HELP vllm:num_requests_running Running requests.\n# TYPE vllm:num_requests_running gauge\n"
@@ -385,8 +396,10 @@ def main() -> None:
     ap.add_argument("--itl-ms", type=float, default=0.0)
     ap.add_argument("--slots", type=int, default=0, help="an engine of known capacity: requests served at once")
     ap.add_argument("--service-ms", type=float, default=0.0, help="with --slots: time a request holds its slot")
+    ap.add_argument("--log-arrivals", action="store_true", help="serve GET /_test/arrivals (see above)")
     a = ap.parse_args()
-    cfg = ServerConfig(ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, record=False, slots=a.slots, service_ms=a.service_ms)
+    cfg = ServerConfig(ttft_ms=a.ttft_ms, itl_ms=a.itl_ms, record=False, slots=a.slots, service_ms=a.service_ms,
+                       log_arrivals=a.log_arrivals)
     try:
         import uvloop  # type: ignore[import-not-found]
 
