@@ -43,6 +43,7 @@ from tests.capacity_helpers import Floor, StandIn, steady_rows, write_steady  # 
 from tests.replayer_helpers import write_recording  # noqa: E402
 
 from shadowreplay.replayer.capacity_cli import run_capacity  # noqa: E402
+from shadowreplay.replayer.results import percentile  # noqa: E402
 
 
 def one_sweep(rec: Path, out: Path, loads: list[float], step_requests: int, slots: int, service_ms: float) -> dict:
@@ -72,11 +73,6 @@ main(p.parse_args(sys.argv[1:]))
 TOKENIZER = Path.home() / ".cache/shadowreplay/tiny-model-v1"  # the demo's model (shadowreplay.shadow)
 
 
-def nearest_rank(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, int(-(-q * len(xs) // 1)) - 1))]
-
-
 def server_lag(arrivals_ns: list[int], offsets_s: list[float]) -> dict:
     """Lag of each arrival behind its scheduled offset, beyond the earliest request's (ms)."""
     n = len(offsets_s)
@@ -85,8 +81,8 @@ def server_lag(arrivals_ns: list[int], offsets_s: list[float]) -> dict:
     a = sorted(arrivals_ns)[-n:]  # a peer's test request, if any, came first
     d = [ai / 1e6 - oi * 1e3 for ai, oi in zip(a, sorted(offsets_s))]
     lo = min(d)
-    lags = [x - lo for x in d]
-    return {"p50_ms": nearest_rank(lags, 0.5), "p99_ms": nearest_rank(lags, 0.99), "max_ms": max(lags)}
+    lags = sorted(x - lo for x in d)
+    return {"p50_ms": percentile(lags, 50), "p99_ms": percentile(lags, 99), "max_ms": lags[-1]}
 
 
 def ours_at(engine: StandIn, rows: list[dict], tmp: Path) -> dict:
@@ -99,17 +95,17 @@ def ours_at(engine: StandIn, rows: list[dict], tmp: Path) -> dict:
         raise SystemExit(f"shadowreplay replay failed ({p.returncode}): {p.stderr[-2000:]}")
     import duckdb
 
-    own = duckdb.sql(f"select quantile_disc(send_lag_ms, 0.99), max(send_lag_ms), count(*) "
-                     f"from read_parquet('{out}/replay_results/**/*.parquet')").fetchall()[0]
-    return {"own_send_lag_p99_ms": own[0], "own_send_lag_max_ms": own[1], "sent": own[2]}
+    lags = sorted(x for (x,) in duckdb.execute("select send_lag_ms from read_parquet(?) where send_lag_ms is not null",
+                                               [f"{out}/replay_results/**/*.parquet"]).fetchall())
+    return {"own_send_lag_p99_ms": percentile(lags, 99), "own_send_lag_max_ms": lags[-1], "sent": len(lags)}
 
 
-def peer_at(engine: StandIn, peer_py: str, offsets_s: list[float], tokens: int, tmp: Path) -> dict:
+def peer_at(engine: StandIn, peer_py: str, offsets_s: list[float], tmp: Path) -> dict:
     trace, wrapper = tmp / "trace.jsonl", tmp / "bench_serve.py"
     wrapper.write_text(PEER_WRAPPER)
     with trace.open("w") as f:  # Mooncake-style rows, as vllm bench's timed_trace dataset reads them
         for i, off in enumerate(offsets_s):
-            f.write(json.dumps({"timestamp": off * 1000, "input_length": 4, "output_length": tokens, "hash_ids": [i]}) + "\n")
+            f.write(json.dumps({"timestamp": off * 1000, "input_length": 4, "output_length": 4, "hash_ids": [i]}) + "\n")
     engine.take_arrivals()
     p = subprocess.run([str(Path(peer_py).absolute()), str(wrapper), "--backend", "openai", "--base-url", engine.url, "--endpoint", "/v1/completions",
                         "--model", "tiny", "--tokenizer", str(TOKENIZER), "--dataset-name", "timed_trace",
@@ -118,7 +114,7 @@ def peer_at(engine: StandIn, peer_py: str, offsets_s: list[float], tokens: int, 
                         "--disable-tqdm"], capture_output=True, text=True, cwd=tmp)
     if p.returncode:
         raise SystemExit(f"vllm bench serve failed ({p.returncode}): {p.stdout[-1500:]}{p.stderr[-1500:]}")
-    return {}
+    return {}  # the peer reports no send lag of its own
 
 
 def peer_round(rates: list[float], n: int, peer_py: str, tmp: Path, slots: int, service_ms: float) -> list[dict]:
@@ -134,7 +130,7 @@ def peer_round(rates: list[float], n: int, peer_py: str, tmp: Path, slots: int, 
                 d = tmp / f"{tool}-{rate:g}"
                 d.mkdir(parents=True)
                 with Floor() as floor:
-                    extra = ours_at(engine, rows, d) if tool == "ours" else peer_at(engine, peer_py, offsets, 4, d)
+                    extra = ours_at(engine, rows, d) if tool == "ours" else peer_at(engine, peer_py, offsets, d)
                     lag = server_lag(engine.take_arrivals(), offsets)
                 row[tool] = lag | extra | {"floor_p99_ms": floor.p99}
             out.append(row)
@@ -201,7 +197,7 @@ def main() -> int:
         print("| rate /s | ours: server-side p99 | each run | ours: own send lag p99 | vllm bench serve: server-side p99 | "
               "each run | p99 ratio peer / ours | max, ours / peer | floor p99, ours / peer |")
         print("|---|---|---|---|---|---|---|---|---|")
-        med = lambda xs: statistics.median(xs)  # noqa: E731
+        med = statistics.median
         for i, rate in enumerate(x["rate_rps"] for x in peer_runs[0]):
             o = [pr[i]["ours"] for pr in peer_runs]
             p = [pr[i]["peer"] for pr in peer_runs]
