@@ -385,8 +385,8 @@ def test_two_sweeps_against_vllm_agree(tiny_vllm, tmp_path):
     srv, _ = tiny_vllm
     rec = write_steady(tmp_path / "rec", 4, 30, tokens=8, prompt_words=40)
     sweeps = [run_capacity(rec, srv.url, ["e2e_p95<=400ms"], tmp_path / f"cap{k}", loads=[1, 4, 16], mode="overlay",
-                              step_requests=100, max_seconds=None, model_map=[f"prod-model={MODEL_NAME}"],
-                              echo=lambda s: None) for k in range(2)]
+                           step_requests=100, max_seconds=None, model_map=[f"prod-model={MODEL_NAME}"],
+                           echo=lambda s: None) for k in range(2)]
     intervals = []
     for res in sweeps:
         print(json.dumps([{k: s[k] for k in ("load", "rate_rps", "sent_rate_rps", "pass", "certain", "figures",
