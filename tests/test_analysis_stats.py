@@ -72,6 +72,51 @@ def test_repeats_carry_run_to_run_noise():
     assert same_pooled / seeds < same_runs / seeds - 0.15
 
 
+@pytest.mark.parametrize("runs", [2, 3])
+def test_few_drifting_runs_are_no_false_alarm(runs):
+    """Two or three runs a side that drift (each run's scale drawn anew, as a shared CPU does):
+    resampling so few runs leaves most of their spread out (with two runs a side, a third of
+    such A/A pairs had all of B's runs on one side of all of A's); the runs' own Welch interval
+    keeps the A/A pair at about 95 % no detectable difference."""
+    seeds = 300
+    same = 0
+    for s in range(seeds):
+        r = np.random.default_rng(4000 + 10 * runs + s)
+
+        def side():
+            return [r.lognormal(3 + r.normal(0, 0.15), 0.4, 120) for _ in range(runs)]
+
+        same += _verdict(side(), side(), 0.5, reps=400, seed=s).verdict == stats.SAME
+    assert same / seeds >= 0.92, same / seeds  # resampling the runs alone: 0.78 (2 runs), 0.84 (3)
+
+
+def test_few_runs_still_find_a_2x_change():
+    found = 0
+    for s in range(40):
+        r = np.random.default_rng(7000 + s)
+        a = [r.lognormal(3 + r.normal(0, 0.10), 0.4, 120) for _ in range(3)]
+        b = [2 * r.lognormal(3 + r.normal(0, 0.10), 0.4, 120) for _ in range(3)]
+        e = _verdict(a, b, 0.5, reps=400, seed=s)
+        found += e.verdict == stats.WORSE and e.ratio_ci[0] <= 2 <= e.ratio_ci[1]
+    assert found >= 36, found
+
+
+def test_t_quantiles_match_the_tables():
+    for df, t in [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (10, 2.2281), (30, 2.0423)]:
+        assert stats.t_quantile(0.975, df) == pytest.approx(t, abs=1e-4)
+    assert stats.t_quantile(0.995, 3) == pytest.approx(5.8409, abs=1e-4)
+    assert stats.t_quantile(0.025, 4) == pytest.approx(-2.7764, abs=1e-4)
+    assert stats.t_quantile(0.975, 1e6) == pytest.approx(1.95996, abs=1e-4)
+
+
+def test_run_interval_borrows_the_spread_for_a_single_run():
+    lo, hi = stats.run_interval(np.array([10.0, 12.0]), np.array([14.0]), 0.95)
+    # Student with 1 df: 13 -> 14 - 11 = 3 +- 12.706 * sqrt(2 * 1.5)
+    w = 12.7062 * np.sqrt(2.0 * 1.5)
+    assert (lo, hi) == pytest.approx((3 - w, 3 + w), abs=1e-3)
+    assert stats.run_interval(np.array([10.0]), np.array([14.0]), 0.95) is None
+
+
 def test_too_few_values_for_the_quantile():
     r = np.random.default_rng(3)
     e = _verdict([r.lognormal(3, 0.6, 68)], [3 * r.lognormal(3, 0.6, 68)], 0.99)
