@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import signal
+import os
 import sys
 from pathlib import Path
 
@@ -140,7 +141,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         model = Path(args.model).expanduser().resolve()
         if not (model / "config.json").exists():
             raise ConfigError(f"--model {model}: not a model folder (no config.json)")
-        name = args.served_model_name or model.name
+        # the folder's name as given: a link /models/llama-3-8b -> /store/abc123 serves llama-3-8b
+        name = args.served_model_name or Path(os.path.abspath(os.path.expanduser(args.model))).name
     else:
         print("shadow: tiny model (built once, cached) ...", file=sys.stderr)
         model = build_tiny_model(python=python)

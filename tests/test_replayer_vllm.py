@@ -69,3 +69,22 @@ def test_the_shadows_pin_processor_holds_back_stop_tokens(tiny_vllm):
         assert body["vllm_xargs"] == {"min_tokens": 40}
         msg = c.post("/v1/messages", json=body).json()
         assert msg["usage"]["output_tokens"] == 40 and msg["stop_reason"] == "max_tokens", msg
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_a_model_the_target_does_not_serve_is_named_before_the_replay(tmp_path, tiny_vllm, capfd):
+    """vLLM lists its models at /v1/models; a recording whose model is not mapped to one of them
+    would get a 404 for every request, so the replay says so before it sends, with the mapping."""
+    from shadowreplay.shadow.tiny_model import MODEL_NAME
+
+    srv, _ = tiny_vllm
+    write_recording(tmp_path / "rec", [chat_row(i, 0.1 * i) for i in range(3)] + [chat_row(3, 0.3, model=MODEL_NAME)])
+    replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out"), dry_run=True,
+                         progress=False), echo=lambda s: None)
+    err = capfd.readouterr().err
+    assert f"serves {MODEL_NAME}, not prod-model (3 requests)" in err, err
+    assert f"--model-map prod-model={MODEL_NAME}" in err, err
+    replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out2"), dry_run=True,
+                         model_map=[f"prod-model={MODEL_NAME}"], progress=False), echo=lambda s: None)
+    assert "serves" not in capfd.readouterr().err
