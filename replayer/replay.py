@@ -20,7 +20,7 @@ from shadowreplay.storage import location
 
 from . import client, damaged, results, schedule
 from .body import BodyOptions, parse_headers, parse_model_map
-from .preflight import model_warnings
+from .model_check import model_warnings
 from .load import Load, scale
 from .plan import build_plan
 from .shape import shape_prompts
@@ -156,8 +156,6 @@ def replay(o: ReplayOptions, echo: Callable[[str], None] = print) -> ReplayResul
         print(f"shadowreplay replay: warning: {warning}", file=sys.stderr, flush=True)
     for ti in {plan.target_idx[i] for i, call in enumerate(plan.grpc) if call is not None}:
         check_grpc_target(plan.targets[ti])
-    for warning in model_warnings(plan):
-        print(f"shadowreplay replay: warning: {warning}", file=sys.stderr, flush=True)
 
     if o.dry_run:
         if sh is not None:
@@ -279,6 +277,9 @@ async def _replay_async(o, sel, plan, sched, out: Path, echo, sh: Shard | None =
         manifest["start"] = _start_figures(plan, outcome, start_at)
     write_manifest(out, manifest, manifest_name)
     echo(results.format_summary(summ))
+    if any(isinstance(e, str) and e.startswith("HTTP 404") for e in outcome.error):
+        for warning in model_warnings(plan):
+            print(f"shadowreplay replay: warning: {warning}", file=sys.stderr, flush=True)
     return ReplayResult(summ, out, files, interrupted=outcome.interrupted, schedule=sched)
 
 

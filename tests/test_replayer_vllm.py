@@ -73,18 +73,20 @@ def test_the_shadows_pin_processor_holds_back_stop_tokens(tiny_vllm):
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_a_model_the_target_does_not_serve_is_named_before_the_replay(tmp_path, tiny_vllm, capfd):
-    """vLLM lists its models at /v1/models; a recording whose model is not mapped to one of them
-    would get a 404 for every request, so the replay says so before it sends, with the mapping."""
+def test_a_model_the_target_does_not_serve_is_named_after_its_404s(tmp_path, tiny_vllm, capfd):
+    """vLLM lists its models at /v1/models; requests whose model is not mapped to one of them get
+    a 404 each, and the replay then names the model, how many, and the mapping to add."""
     from shadowreplay.shadow.tiny_model import MODEL_NAME
 
     srv, _ = tiny_vllm
     write_recording(tmp_path / "rec", [chat_row(i, 0.1 * i) for i in range(3)] + [chat_row(3, 0.3, model=MODEL_NAME)])
-    replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out"), dry_run=True,
-                         progress=False), echo=lambda s: None)
+    res = replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out"),
+                               timeout_s=120, progress=False), echo=lambda s: None)
+    assert res.summary["errors"] == 3 and res.summary["errors_by_kind"] == {"http_4xx": 3}, res.summary
     err = capfd.readouterr().err
     assert f"serves {MODEL_NAME}, not prod-model (3 requests)" in err, err
     assert f"--model-map prod-model={MODEL_NAME}" in err, err
-    replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out2"), dry_run=True,
-                         model_map=[f"prod-model={MODEL_NAME}"], progress=False), echo=lambda s: None)
+    res = replay(ReplayOptions(recording=str(tmp_path / "rec"), target=srv.url, out=str(tmp_path / "out2"), timeout_s=120,
+                               model_map=[f"prod-model={MODEL_NAME}"], progress=False), echo=lambda s: None)
+    assert res.summary["errors"] == 0
     assert "serves" not in capfd.readouterr().err

@@ -1,10 +1,11 @@
-"""Before a replay: does each HTTP target serve the models its requests name?
+"""After a replay with 404s: did a target refuse requests for the model they name?
 
 An OpenAI-compatible server lists its models at `GET /v1/models`; a request naming another model
 gets a 404, so a replay whose `--model-map` is missing or wrong fails every request while the
-sender keeps its schedule perfectly. This asks each target once (a short timeout; a target that
-does not answer, or answers with something else, is not judged) and returns one warning per
-target that would refuse some of the requests, naming the models and a `--model-map` to try."""
+sender keeps its schedule perfectly. When some requests got a 404, this asks each target once (a
+short timeout; a target that does not answer, or answers with something else, is not judged) and
+returns one warning per target that does not serve some of its requests' models, naming them and
+a `--model-map` to add. It runs after the sends, so a replay sends nothing it did not schedule."""
 
 from __future__ import annotations
 
@@ -52,5 +53,5 @@ def model_warnings(plan: Plan, lister=served_models) -> list[str]:
         hint = ""
         if len(served) == 1:
             hint = ": map them with " + " ".join(f"--model-map {m}={served[0]}" for m in sorted(missing))
-        out.append(f"{url} serves {', '.join(served)}, not {names}; those requests will fail (HTTP 404){hint}")
+        out.append(f"{url} serves {', '.join(served)}, not {names}; those requests fail with HTTP 404{hint}")
     return out

@@ -1,10 +1,10 @@
-"""replayer/preflight.py: which requests a target would refuse for their model, from its /v1/models."""
+"""replayer/model_check.py: which requests a target would refuse for their model, from its /v1/models."""
 
 from __future__ import annotations
 
 from shadowreplay.replayer.body import BodyOptions
 from shadowreplay.replayer.plan import build_plan
-from shadowreplay.replayer.preflight import model_warnings
+from shadowreplay.replayer.model_check import model_warnings
 from shadowreplay.replayer.routes import parse_route, parse_target
 from tests.replayer_helpers import chat_row, write_recording
 
@@ -42,6 +42,6 @@ def test_each_route_target_is_asked_for_its_own_requests(tmp_path):
 
 
 def test_a_real_server_without_the_endpoint_is_not_judged():
-    from shadowreplay.replayer.preflight import served_models
+    from shadowreplay.replayer.model_check import served_models
 
     assert served_models("http://127.0.0.1:9", timeout=0.5) is None  # nothing listens on the discard port
