@@ -3,9 +3,9 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). Each earlier held-out set (`TEST_R1`, `TEST_R2` and their chatter)
-was looked at after its round and is part of dev since; `TEST` is the third, written after the
-second round of tuning and never tuned on. Each item is (text, the planted values, family, language). Families:
+drawn with another seed). Each earlier held-out set (`TEST_R1`, `TEST_R2`, `TEST_R3` and their
+chatter) was looked at after its round and is part of dev since; `TEST` is the fourth (R4),
+written before R3's misses were looked at and never tuned on. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
 
@@ -313,7 +313,7 @@ CHATTER_TEST_R2 = [
 
 
 # held out (third round): written after the second round of tuning, never used to tune
-TEST = {
+TEST_R3 = {
     "quoted": {
         "en": ["Jenkins keeps failing because the password it has is still \"{p}\"", "he typed '{p}' as the password twice",
                "password for the shared inbox → \"{p}\""],
@@ -404,7 +404,7 @@ TEST = {
         "ru": ["Одноразовый код: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R3 = [
     "Please don't email passwords in plain text.", "The password expired, so I reset it.", "Which password hashing algorithm is best?",
     "password = hasher.hash(raw_password)", "if not check_password(pw, user.pw_hash): abort(401)", "PASSWORD_MIN_LENGTH = 12",
     "Password protected PDF files cannot be opened.", "The secret key is loaded from the environment.",
@@ -419,6 +419,112 @@ CHATTER_TEST = [
     "Passwords must be at least 16 characters.", "The PIN has four digits.",
 ]
 
+
+# the fourth held-out set (R4), written before R3's misses were looked at; never tuned on
+TEST = {
+    "quoted": {
+        "en": ["reminder: the VPN password is now '{p}'", "Set the admin password to \"{p}\" and restart.",
+               "(the password: `{p}`)"],
+        "zh": ["新的wifi密码为“{p}”", "把数据库密码设成'{p}'了"],
+        "es": ["cambié la contraseña a \"{p}\" esta mañana", "La contraseña nueva: '{p}'"],
+        "de": ["Das neue WLAN-Passwort ist \"{p}\"", "Setz das Passwort bitte auf '{p}'."],
+        "fr": ["j'ai mis le mot de passe « {p} » sur le wifi", "Nouveau mot de passe : '{p}'"],
+        "pt": ["mudei a senha para \"{p}\" hoje", "A nova senha: '{p}'"],
+        "ja": ["新しいパスワードは「{p}」にしました", "Wi-Fiのパスワード「{p}」"],
+        "ko": ["새 비밀번호는 \"{p}\"로 정했어요", "와이파이 비밀번호 '{p}'"],
+        "ru": ["новый пароль от wifi: \"{p}\"", "Поставь пароль '{p}', пожалуйста."],
+    },
+    "copula": {
+        "en": ["fyi the password for staging is {p}", "Admin password is {p} btw"],
+        "zh": ["管理员密码是 {p}", "测试环境的密码为{p}"],
+        "es": ["la contraseña de admin es {p}", "Contraseña del wifi: {p}"],
+        "de": ["Das Admin-Passwort ist {p}", "WLAN-Passwort: {p}"],
+        "fr": ["le mot de passe admin est {p}", "Mot de passe wifi : {p}"],
+        "pt": ["a senha de admin é {p}", "Senha do wifi: {p}"],
+        "ja": ["管理者パスワードは {p} です", "WiFiパスワード: {p}"],
+        "ko": ["관리자 비밀번호는 {p} 입니다", "와이파이 비번: {p}"],
+        "ru": ["пароль админа {p}", "Пароль от wifi: {p}"],
+    },
+    "pair": {
+        "en": ["user: {u} pass: {p}", "log in as {u} with password {p}"],
+        "zh": ["登录名 {u} 密码 {p}", "用 {e} 和密码 {p} 登录"],
+        "es": ["usuario: {u} clave: {p}", "entra como {u} con la contraseña {p}"],
+        "de": ["User: {u} Passwort: {p}", "melde dich als {u} mit dem Passwort {p} an"],
+        "fr": ["utilisateur : {u} mot de passe : {p}", "connecte-toi en {u} avec le mot de passe {p}"],
+        "pt": ["usuário: {u} senha: {p}", "entre como {u} com a senha {p}"],
+        "ja": ["ユーザー: {u} パスワード: {p}", "{u} / {p} でログインしてください"],
+        "ko": ["사용자: {u} 비밀번호: {p}", "{u} 계정 비밀번호는 {p}"],
+        "ru": ["пользователь: {u} пароль: {p}", "зайди как {u} с паролем {p}"],
+    },
+    "config": {
+        "en": ["MYSQL_ROOT_PASSWORD: {p}", "client_secret = \"{p}\"", "password={p}", "[auth]\npassword = {p}"],
+        "zh": ["环境变量 MYSQL_ROOT_PASSWORD={p}", "config.json 里 \"password\": \"{p}\""],
+        "es": ["variable de entorno MYSQL_ROOT_PASSWORD={p}", "\"password\": \"{p}\" en el json"],
+        "de": ["Umgebungsvariable MYSQL_ROOT_PASSWORD={p}", "\"password\": \"{p}\" in der JSON-Datei"],
+        "fr": ["variable d'environnement MYSQL_ROOT_PASSWORD={p}", "\"password\": \"{p}\" dans le json"],
+        "pt": ["variável de ambiente MYSQL_ROOT_PASSWORD={p}", "\"password\": \"{p}\" no json"],
+        "ja": ["環境変数 MYSQL_ROOT_PASSWORD={p}", "JSONの \"password\": \"{p}\""],
+        "ko": ["환경 변수 MYSQL_ROOT_PASSWORD={p}", "JSON에 \"password\": \"{p}\""],
+        "ru": ["переменная окружения MYSQL_ROOT_PASSWORD={p}", "в json \"password\": \"{p}\""],
+    },
+    "command": {
+        "en": ["psql \"postgresql://postgres:{p}@localhost/db\"", "htpasswd -b .htpasswd admin {p}", "mongo -u admin -p {p} --authenticationDatabase admin"],
+        "zh": ["执行 mongo -u admin -p {p}"],
+        "es": ["corre mongo -u admin -p {p}"],
+        "de": ["starte mongo -u admin -p {p}"],
+        "fr": ["tape mongo -u admin -p {p}"],
+        "pt": ["execute mongo -u admin -p {p}"],
+        "ja": ["mongo -u admin -p {p} を実行して"],
+        "ko": ["mongo -u admin -p {p} 실행해 주세요"],
+        "ru": ["выполни mongo -u admin -p {p}"],
+    },
+    "uri": {
+        "en": ["REDIS_URL=redis://:{p}@redis:6379/0", "ftp://upload:{p}@files.internal/incoming"],
+        "zh": ["FTP 地址 ftp://upload:{p}@files/"],
+        "es": ["el FTP es ftp://upload:{p}@files/"],
+        "de": ["FTP: ftp://upload:{p}@files/"],
+        "fr": ["le FTP : ftp://upload:{p}@files/"],
+        "pt": ["o FTP: ftp://upload:{p}@files/"],
+        "ja": ["FTPは ftp://upload:{p}@files/ です"],
+        "ko": ["FTP 주소는 ftp://upload:{p}@files/"],
+        "ru": ["FTP: ftp://upload:{p}@files/"],
+    },
+    "passphrase": {
+        "en": ["seed phrase: {w}", "My passphrase is \"{w}\""],
+        "zh": ["密语是 {w}"],
+        "es": ["la frase de paso es {w}"],
+        "de": ["Die Passphrase lautet {w}"],
+        "fr": ["ma phrase secrète est {w}"],
+        "pt": ["a frase-senha é {w}"],
+        "ja": ["パスフレーズは {w} です"],
+        "ko": ["패스프레이즈는 {w} 입니다"],
+        "ru": ["парольная фраза: {w}"],
+    },
+    "pin": {
+        "en": ["my PIN is {n}", "2FA code {n}"],
+        "zh": ["我的PIN码是{n}", "验证码：{n}"],
+        "es": ["mi PIN es {n}"],
+        "de": ["Meine PIN ist {n}"],
+        "fr": ["mon code PIN est {n}"],
+        "pt": ["meu PIN é {n}"],
+        "ja": ["暗証番号は{n}です"],
+        "ko": ["PIN 번호는 {n}"],
+        "ru": ["мой ПИН {n}"],
+    },
+}
+CHATTER_TEST = [
+    "How do I reset the admin password?", "The password reset link expired.", "Passwords are never logged.",
+    "password_confirmation must match password", "assert user.check_password('x') is False", "MAX_PASSWORD_AGE_DAYS = 90",
+    "Enter your PIN at the terminal.", "The 2FA code did not arrive.", "管理员密码已修改", "请输入您的密码",
+    "La contraseña es demasiado débil.", "Cambia tu contraseña cada mes.", "Das Passwort wurde geändert.",
+    "Bitte geben Sie Ihr Passwort ein.", "Le mot de passe doit contenir un chiffre.", "Saisissez votre mot de passe.",
+    "A senha foi alterada.", "Digite sua senha.", "パスワードを入力してください", "パスワードが変更されました",
+    "비밀번호를 입력하세요", "비밀번호가 변경되었습니다", "Введите пароль.", "Пароль изменён.",
+    "Store the password in the keychain.", "We never ask for your password by email.", "Use the password generator.",
+    "client_secret is read from the vault", "export PASSWORD_FILE=/run/secrets/db", "The seed phrase must stay offline.",
+    "Password and username are case-sensitive.", "The passphrase is asked at boot.", "My PIN expired yesterday.",
+    "def set_password(self, raw): ...", "Wrong password, 2 attempts left.", "The admin password is in 1Password.",
+]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
 _SYMS = "!@#$%&*?-_+."
@@ -438,7 +544,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
