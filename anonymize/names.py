@@ -171,7 +171,7 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = lower in ENGLISH_WORDS
         if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
             last = last or not word
-    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS:
+    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS or lower.endswith(("passwort", "kennwort")):
         first = last = False
         word = True
     elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name

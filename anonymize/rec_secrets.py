@@ -210,6 +210,11 @@ _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
 _PAIR_SEP = re.compile(r"[ \t]*(?:/|:|\||,)[ \t]*")
 
 
+# German writes a secret word as the head of a compound noun: `Zugangspasswort`, `Adminkennwort`
+_COMPOUND_HEADS_T = ("passwort", "kennwort")
+_COMPOUND_HEADS = frozenset(_COMPOUND_HEADS_T)
+
+
 def _stems(phrases) -> ahocorasick.Automaton:
     """One automaton of the first four characters of every phrase (its first word's), less those
     another stem starts (`api` finds `apik`): every place a phrase may start, in one pass over
@@ -229,6 +234,8 @@ def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
     for end, (back, word_start) in auto.iter(lo):
         i = end - back
         if not (word_start and i and (lo[i - 1].isalnum() or lo[i - 1] == "_")):
+            out.add(i)
+        elif lo[i - 1].isalpha() and lo.startswith(_COMPOUND_HEADS_T, i):  # `Zugangspasswort`
             out.add(i)
     return sorted(out)
 
@@ -257,7 +264,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)[ \t]+[^\W\d_]{1,12}[ \t]+)?"
+    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,2}[ \t]+)?"
                + alternation(copulas)
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
@@ -270,12 +277,14 @@ _LETTER_BEFORE = re.compile(r"[^\W\d_]")
 _WORD_CHAR = re.compile(r"[\w]")
 
 
+
+
 def _bounded(lo: str, s: int, e: int, phrase: str) -> bool:
     """A Latin or Cyrillic phrase stands as a whole word (not `spin`, `passenger`); CJK, kana
-    and Hangul ones may be glued (`密码是`, `비밀번호는`)."""
+    and Hangul ones may be glued (`密码是`, `비밀번호는`); a German head may end a compound."""
     if not phrase[:1].isascii() and not ("\u00c0" <= phrase[0] <= "\u04ff"):
         return True
-    if s > 0 and (lo[s - 1].isalnum() or lo[s - 1] == "_"):
+    if s > 0 and (lo[s - 1].isalnum() or lo[s - 1] == "_") and not (phrase in _COMPOUND_HEADS and lo[s - 1].isalpha()):
         return False
     return not (e < len(lo) and lo[e].isalpha() and lo[e].isascii() or (e < len(lo) and "\u0400" <= lo[e] <= "\u04ff"))
 
@@ -444,6 +453,9 @@ class DeclaredSecrets:
         if not v:
             return
         vs, ve = v.start(), _trim(text, v.start(), v.end())
+        if text[vs].isascii():  # `IDはjdoe30でパスワードは...`: a typed login ends where the CJK text resumes
+            k = next((i for i in range(vs, ve) if not _typed(text[i])), ve)
+            ve = _trim(text, vs, k)
         if ve - vs < 2 or code_value(text, vs, ve, False) or placeholder(text[vs:ve]) or text[vs:ve] in _LOGIN_NOT or (
             text[vs:ve].isalpha() and text[vs:ve].lower() in ENGLISH_WORDS and text[vs:ve].lower() not in _LOGIN_WORDS):
             return
@@ -456,8 +468,20 @@ class DeclaredSecrets:
                     out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
                     out.append(Candidate(ws, we, SECRET, WEAK, NONE, FOUND))
             return
+        short = _PASS_AFTER.match(text, ve)  # `login jdoe pass X`, `user: jdoe pass: X`: pass, a password's short word
+        if short:
+            w = _VALUE.match(text, short.end())
+            if w:
+                ws, we = w.start(), _trim(text, w.start(), w.end())
+                if we - ws >= 3 and not placeholder(text[ws:we]) and not code_value(text, ws, we, False):
+                    out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+                    out.append(Candidate(ws, we, SECRET, WEAK, NONE, FOUND))
+                    return
         if _password_after(doc, ve):
             out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+_PASS_AFTER = re.compile(r"[ \t]*[,;]?[ \t]+(?i:pass)(?:[ \t]*[:=][ \t]*|[ \t]+)(?=\S)")
 
 
 # a few words between a PIN word and its digits, on the same line: `PIN de la tarjeta es`,

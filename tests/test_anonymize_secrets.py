@@ -88,6 +88,15 @@ CASES = [
     ("pin", "es", "el PIN de la tarjeta es 589169", ["589169"]),
     ("pin", "de", "Der Code zur Anmeldung: 147504", ["147504"]),
     ("pin", "ru", "ПИН-код карты 731964", ["731964"]),
+    # the third held-out set's misses (R3, now dev), each at its mechanism
+    ("pair", "en", "creds are m.kowalski10 / Lantern6207+", ["m.kowalski10", "Lantern6207+"]),
+    ("pair", "en", "login jdoe28 pass sV9!m@gFj697K", ["jdoe28", "sV9!m@gFj697K"]),
+    ("pair", "ja", "IDはjdoe30でパスワードはWindow8631.です", ["jdoe30", "Window8631"]),
+    ("pair", "ko", "아이디 admin25 비번 Maple5876+", ["admin25", "Maple5876+"]),
+    ("copula", "en", "The root password on that box is coppercandle554", ["coppercandle554"]),
+    ("copula", "zh", "密码就是mapleviolet36", ["mapleviolet36"]),
+    ("quoted", "de", "Zugangspasswort: „gardenviolet506“", ["gardenviolet506"]),
+    ("copula", "de", "Das Adminkennwort lautet Hunter22!x", ["Hunter22!x"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -112,6 +121,12 @@ UNCHANGED = [
     "비밀번호를 잊어버렸어요",
     "Забыли пароль?",
     "Use a strong passphrase for your key.",
+    "Passwords are hashed with bcrypt.",
+    "credentials are stored in the vault",
+    "I will pass the test tomorrow",
+    "pass the user id to the login form",
+    "def f():\n    pass\n",
+    "Das Zugangspasswort ist abgelaufen.",
 ]
 
 
