@@ -3,9 +3,9 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). Each earlier held-out set (`TEST_R1`, `TEST_R2`, `TEST_R3` and their
-chatter) was looked at after its round and is part of dev since; `TEST` is the fourth (R4),
-written before R3's misses were looked at and never tuned on. Each item is (text, the planted values, family, language). Families:
+drawn with another seed). Each earlier held-out set (`TEST_R1` to `TEST_R4` and their chatter)
+was looked at after its round and is part of dev since; `TEST` is the fifth (R5), written
+before R4's misses were looked at and never tuned on. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
 
@@ -420,8 +420,8 @@ CHATTER_TEST_R3 = [
 ]
 
 
-# the fourth held-out set (R4), written before R3's misses were looked at; never tuned on
-TEST = {
+# the fourth held-out set (R4), written before R3's misses were looked at; measured once, then tuned on
+TEST_R4 = {
     "quoted": {
         "en": ["reminder: the VPN password is now '{p}'", "Set the admin password to \"{p}\" and restart.",
                "(the password: `{p}`)"],
@@ -512,7 +512,7 @@ TEST = {
         "ru": ["мой ПИН {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R4 = [
     "How do I reset the admin password?", "The password reset link expired.", "Passwords are never logged.",
     "password_confirmation must match password", "assert user.check_password('x') is False", "MAX_PASSWORD_AGE_DAYS = 90",
     "Enter your PIN at the terminal.", "The 2FA code did not arrive.", "管理员密码已修改", "请输入您的密码",
@@ -524,6 +524,111 @@ CHATTER_TEST = [
     "client_secret is read from the vault", "export PASSWORD_FILE=/run/secrets/db", "The seed phrase must stay offline.",
     "Password and username are case-sensitive.", "The passphrase is asked at boot.", "My PIN expired yesterday.",
     "def set_password(self, raw): ...", "Wrong password, 2 attempts left.", "The admin password is in 1Password.",
+]
+
+# the fifth held-out set (R5), written before R4's misses were looked at; never tuned on
+TEST = {
+    "quoted": {
+        "en": ["the password you want is \"{p}\" (case-sensitive)", "Try '{p}' as the password.", "password → '{p}'"],
+        "zh": ["他把密码改为了「{p}」", "登录密码：'{p}'"],
+        "es": ["prueba con la contraseña \"{p}\"", "Contraseña de la base: '{p}'"],
+        "de": ["Versuch es mit dem Passwort \"{p}\"", "Kennwort der Datenbank: '{p}'"],
+        "fr": ["essaie le mot de passe \"{p}\"", "Mot de passe de la base : '{p}'"],
+        "pt": ["tenta a senha \"{p}\"", "Senha do banco: '{p}'"],
+        "ja": ["パスワードに'{p}'を入れてみて", "DBのパスワード:「{p}」"],
+        "ko": ["비밀번호 \"{p}\" 넣어 보세요", "DB 비밀번호: '{p}'"],
+        "ru": ["попробуй пароль \"{p}\"", "Пароль базы: '{p}'"],
+    },
+    "copula": {
+        "en": ["the new password will be {p}", "Password for the guest network: {p}"],
+        "zh": ["新密码将是{p}", "访客网络密码：{p}"],
+        "es": ["la nueva contraseña será {p}", "Contraseña de invitados: {p}"],
+        "de": ["das neue Passwort wird {p} sein", "Gast-Passwort: {p}"],
+        "fr": ["le nouveau mot de passe sera {p}", "Mot de passe invité : {p}"],
+        "pt": ["a nova senha será {p}", "Senha de convidado: {p}"],
+        "ja": ["新しいパスワードは{p}になります", "ゲスト用パスワード: {p}"],
+        "ko": ["새 비밀번호는 {p}입니다", "게스트 비밀번호: {p}"],
+        "ru": ["новый пароль будет {p}", "Гостевой пароль: {p}"],
+    },
+    "pair": {
+        "en": ["Account: {e}\nPassword: {p}", "u: {u} / p: {p}"],
+        "zh": ["账户：{e}\n密码：{p}", "账号{u} 密码{p}"],
+        "es": ["Cuenta: {e}\nContraseña: {p}", "usuario {u} / clave {p}"],
+        "de": ["Konto: {e}\nPasswort: {p}", "Login {u} / Passwort {p}"],
+        "fr": ["Compte : {e}\nMot de passe : {p}", "login {u} / mdp {p}"],
+        "pt": ["Conta: {e}\nSenha: {p}", "login {u} / senha {p}"],
+        "ja": ["アカウント：{e}\nパスワード：{p}", "ログインID {u} パスワード {p}"],
+        "ko": ["계정: {e}\n비밀번호: {p}", "로그인 {u} / 비밀번호 {p}"],
+        "ru": ["Аккаунт: {e}\nПароль: {p}", "логин {u} / пароль {p}"],
+    },
+    "config": {
+        "en": ["POSTGRES_PASSWORD: \"{p}\"", "api_secret: {p}", "spring.datasource.password={p}", "PASS={p}"],
+        "zh": ["docker-compose 里 POSTGRES_PASSWORD: \"{p}\"", "application.yml: password: {p}"],
+        "es": ["en docker-compose: POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "de": ["im docker-compose: POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "fr": ["dans docker-compose : POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "pt": ["no docker-compose: POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "ja": ["docker-compose の POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "ko": ["docker-compose 에 POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+        "ru": ["в docker-compose POSTGRES_PASSWORD: \"{p}\"", "SECRET={p}"],
+    },
+    "command": {
+        "en": ["mysql --user=root --password={p} shop", "docker login -u deploy -p {p} registry.internal", "smbclient //nas/share -U admin%{p}"],
+        "zh": ["执行 mysql --user=root --password={p}"],
+        "es": ["ejecuta mysql --user=root --password={p}"],
+        "de": ["führ mysql --user=root --password={p} aus"],
+        "fr": ["lance mysql --user=root --password={p}"],
+        "pt": ["rode mysql --user=root --password={p}"],
+        "ja": ["mysql --user=root --password={p} で入れます"],
+        "ko": ["mysql --user=root --password={p} 로 접속"],
+        "ru": ["запусти mysql --user=root --password={p}"],
+    },
+    "uri": {
+        "en": ["git clone https://deploy:{p}@git.internal/app.git", "jdbc:postgresql://db/app?user=app&password={p}"],
+        "zh": ["克隆地址 https://deploy:{p}@git.internal/app.git"],
+        "es": ["clona https://deploy:{p}@git.internal/app.git"],
+        "de": ["klon https://deploy:{p}@git.internal/app.git"],
+        "fr": ["clone https://deploy:{p}@git.internal/app.git"],
+        "pt": ["clone https://deploy:{p}@git.internal/app.git"],
+        "ja": ["https://deploy:{p}@git.internal/app.git をクローン"],
+        "ko": ["https://deploy:{p}@git.internal/app.git 클론"],
+        "ru": ["клонируй https://deploy:{p}@git.internal/app.git"],
+    },
+    "passphrase": {
+        "en": ["the key's passphrase: {w}", "mnemonic: {w}"],
+        "zh": ["钱包助记词是 {w}"],
+        "es": ["la frase de recuperación es {w}"],
+        "de": ["Die Wiederherstellungsphrase lautet {w}"],
+        "fr": ["la phrase de récupération est {w}"],
+        "pt": ["a frase de recuperação é {w}"],
+        "ja": ["リカバリーフレーズ：{w}"],
+        "ko": ["복구 문구: {w}"],
+        "ru": ["фраза восстановления: {w}"],
+    },
+    "pin": {
+        "en": ["the door code is {n}", "OTP: {n}"],
+        "zh": ["门禁密码{n}", "一次性密码：{n}"],
+        "es": ["el código de la puerta es {n}"],
+        "de": ["der Türcode ist {n}"],
+        "fr": ["le code de la porte est {n}"],
+        "pt": ["o código da porta é {n}"],
+        "ja": ["ワンタイムパスワード: {n}"],
+        "ko": ["일회용 비밀번호: {n}"],
+        "ru": ["код от двери {n}"],
+    },
+}
+CHATTER_TEST = [
+    "What is a good password policy?", "The password prompt appears twice.", "Passwords are compared in constant time.",
+    "new_password = form.cleaned_data['password']", "if len(password) < 8: return False", "PASSWORD_HASHERS = [...]",
+    "The door code changes monthly.", "OTP codes expire after 60 seconds.", "密码强度太弱", "请勿泄露验证码",
+    "La contraseña no coincide.", "¿Dónde cambio la contraseña?", "Das Passwort stimmt nicht überein.",
+    "Wo ändere ich mein Passwort?", "Le mot de passe ne correspond pas.", "Où changer le mot de passe ?",
+    "A senha não confere.", "Onde troco a senha?", "パスワードが一致しません", "パスワードはどこで変更できますか",
+    "비밀번호가 일치하지 않습니다", "비밀번호는 어디서 바꾸나요?", "Пароль не совпадает.", "Где сменить пароль?",
+    "The mnemonic must be written down.", "Keep the recovery phrase offline.", "Use --password-stdin instead of -p.",
+    "docker login reads the password from stdin", "The PASS variable is unset.", "Git asks for a password every time.",
+    "The guest network has no password.", "Password rotation is automatic.", "My password expired again.",
+    "def check(password: str) -> bool:", "The PIN is wrong.", "Ask IT for the new password.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -544,7 +649,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
