@@ -154,6 +154,11 @@ _CONTEXT_WORDS = frozenset(
 )
 
 
+# pronouns of the polite and familiar address, capitalised in German letters (`ändern Sie Ihr
+# Passwort`): words, no one's name
+_PRONOUNS = frozenset("Sie Ihr Ihre Ihren Ihrem Ihrer Ihnen Du Dich Dir Dein Deine Euch Euer Eure Er Es".split())
+
+
 def _classify(w: str) -> tuple[bool, bool, bool, bool]:
     hit = _CLASS.get(w)
     if hit is not None:
@@ -171,7 +176,7 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = lower in ENGLISH_WORDS
         if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
             last = last or not word
-    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS or lower.endswith(("passwort", "kennwort")):
+    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS or w in _PRONOUNS or lower.endswith(("passwort", "kennwort")):
         first = last = False
         word = True
     elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name

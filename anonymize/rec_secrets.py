@@ -156,7 +156,8 @@ def password_like(value: str) -> bool:
 
 
 # ---------------------------------------------------------------- URLs and command lines
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{0,64}:([^\s/@\x00\"'<>]{1,128})@")
+# (a password may hold an `@` a user did not percent-encode: it runs to the last `@` before the host)
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@\x00\"'<>]{0,64}:([^\s/\x00\"'<>]{1,128})@(?=[^\s/@\x00\"'<>]*(?:[/?#\s\"'<>]|$))")
 
 
 class UrlPasswords:
@@ -176,7 +177,10 @@ _COMMAND = re.compile(
     r"(?:(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>[^\s\x00\"'`]+)"
     r"|(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"
     r"|(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"
-    r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+))"
+    r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
+    r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
+    # a user flag, then a password flag and its value (`mongo -u admin -p X`, `docker login -u deploy -p X`)
+    r"|(?<![\w-])-u[ \t]+[^\s\x00-][^\s\x00]*[ \t]+-p[ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
 )
 
 
@@ -186,14 +190,16 @@ class CommandPasswords:
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
-        if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo):
+        if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
+                or " -p " in lo):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
             if g is not None:
                 v = m.group(g).strip("'\"")
                 s = m.start(g) + (m.group(g).find(v) if v else 0)
-                out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or placeholder(v) else NONE))
+                short = g == "up" and len(v) < 4  # `-u admin -p to be asked`: a flag with no value, then prose
+                out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or short or placeholder(v) else NONE))
 
 
 # ---------------------------------------------------------------- values a secret word declares
@@ -208,6 +214,11 @@ _JA_END = ("です", "でした", "だ", "。")
 _KO_TAIL = re.compile(r"[\uac00-\ud7a3]+$")  # 입니다, 이에요 glued to an ASCII password
 _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
 _PAIR_SEP = re.compile(r"[ \t]*(?:/|:|\||,)[ \t]*")
+
+
+def _latin_alnum(c: str) -> bool:
+    """A letter or digit that joins a Latin or Cyrillic word (not a CJK, kana or Hangul one)."""
+    return c.isalnum() and c <= "\u04ff"
 
 
 # German writes a secret word as the head of a compound noun: `Zugangspasswort`, `Adminkennwort`
@@ -233,7 +244,7 @@ def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
     out = set()
     for end, (back, word_start) in auto.iter(lo):
         i = end - back
-        if not (word_start and i and (lo[i - 1].isalnum() or lo[i - 1] == "_")):
+        if not (word_start and i and (_latin_alnum(lo[i - 1]) or lo[i - 1] == "_")):
             out.add(i)
         elif lo[i - 1].isalpha() and lo.startswith(_COMPOUND_HEADS_T, i):  # `Zugangspasswort`
             out.add(i)
@@ -242,7 +253,7 @@ def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
 
 # what makes a password word one for several words (a passphrase): `pass phrase`, `frase
 # secreta`, `парольная фраза`, `密码短语`, `助记词`, `合言葉`, `암호 문구`
-_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "合言葉", "パスフレーズ", "프레이즈", "문구", "satz")
+_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "密语", "合言葉", "パスフレーズ", "프레이즈", "문구", "satz")
 
 
 @functools.cache
@@ -264,7 +275,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,2}[ \t]+)?"
+    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,2}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
@@ -284,7 +295,7 @@ def _bounded(lo: str, s: int, e: int, phrase: str) -> bool:
     and Hangul ones may be glued (`密码是`, `비밀번호는`); a German head may end a compound."""
     if not phrase[:1].isascii() and not ("\u00c0" <= phrase[0] <= "\u04ff"):
         return True
-    if s > 0 and (lo[s - 1].isalnum() or lo[s - 1] == "_") and not (phrase in _COMPOUND_HEADS and lo[s - 1].isalpha()):
+    if s > 0 and (_latin_alnum(lo[s - 1]) or lo[s - 1] == "_") and not (phrase in _COMPOUND_HEADS and lo[s - 1].isalpha()):
         return False
     return not (e < len(lo) and lo[e].isalpha() and lo[e].isascii() or (e < len(lo) and "\u0400" <= lo[e] <= "\u04ff"))
 
@@ -395,6 +406,10 @@ class DeclaredSecrets:
                     vs, ve = far
                     check = NONE
             out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
+            if check == NONE:
+                login = _login_before(text, s)
+                if login:
+                    out.append(Candidate(login[0], login[1], SECRET, WEAK, NONE, FOUND))
         if near:
             _near_quoted(doc, near, out)
 
@@ -442,7 +457,8 @@ class DeclaredSecrets:
         if e - p >= 8 and " " in text[p:e]:
             value = text[p:e]
             first = value.split(" ", 1)[0].lower()
-            check = FAIL if placeholder(value) or first in _NOT_PHRASE_START else NONE
+            prose = any(w in _PROSE_WORDS for w in value.lower().split()[1:])  # `is asked at boot`: a clause
+            check = FAIL if placeholder(value) or first in _NOT_PHRASE_START or prose else NONE
             out.append(Candidate(p, e, SECRET, WEAK, check, FOUND))
 
     @staticmethod
@@ -502,6 +518,10 @@ _COMPOUND_NEXT = frozenset(
 _SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,14}(?!\w)){1,3}[ \t]*(?:[:：=][ \t]*)?")
 
 
+# prepositions of place, which say where a secret is kept, not what it is
+_PLACE_WORDS = frozenset("in inside at on under within en dans sur im auf unter no na em в на".split())
+
+
 def _far_value(text: str, e: int) -> tuple[int, int] | None:
     """A value one to three words after a secret word, on its line, when it has a password's
     strict shape (`contraseña nueva: P@ss1`, `Пароль от wifi maple640`, `mot de passe du
@@ -509,6 +529,9 @@ def _far_value(text: str, e: int) -> tuple[int, int] | None:
     w = _SKIP_WORDS.match(text, e)
     if not w or text[e : w.end()].split(None, 1)[0].lower() in _COMPOUND_NEXT:
         return None  # `password manager is 1Password`: the word names a thing about passwords
+    skipped = text[e : w.end()].lower().split()
+    if len(skipped) >= 2 and skipped[-1].rstrip(":：=") in _PLACE_WORDS:
+        return None  # `the password is in 1Password`, `ist im Tresor`: where it is kept
     v = _VALUE.match(text, w.end())
     if not v:
         return None
@@ -523,6 +546,10 @@ def _far_value(text: str, e: int) -> tuple[int, int] | None:
 _NOT_PHRASE_START = frozenset(
     "is the a an too very not no so must should can cannot will would may might has have had was were "
     "be been being protects protect of for to and or that which it its this your my our their".split())
+
+
+# function words of a clause, which a passphrase of chosen words does not hold: `asked at boot`
+_PROSE_WORDS = frozenset("at the a an to in on of for with by from is are was be it this that".split())
 
 
 def _compound(text: str, s: int) -> bool:
@@ -593,6 +620,24 @@ def _glued(c: str) -> bool:
 
 _MEASURE = re.compile(r"\d+[-_]?[A-Za-z]{1,6}")  # 64-bit, 100ms, 3rd
 _IDENT = re.compile(r"[A-Z_]+[0-9]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+")  # DB_PASSWORD, api_key_2
+
+
+_LOGIN_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9._\-]{1,31}")
+_TOKEN = re.compile(r"[^\s\x00]+")
+
+
+def _login_before(text: str, s: int) -> tuple[int, int] | None:
+    """A login just before a password word whose value was found, within three words on its
+    line: a typed name with a digit or a `.`, `_`, `-` in it that is no English word (`log in as
+    jdoe81 with password`, `entra como admin298 con la contraseña`, `wang_li72 계정 비밀번호는`)."""
+    a = max(s - 60, text.rfind("\n", 0, s) + 1, text.rfind("\x00", 0, s) + 1)
+    for m in list(_TOKEN.finditer(text, a, s))[-3:][::-1]:
+        tok = m.group().strip(",;:：、，")
+        if (_LOGIN_SHAPE.fullmatch(tok) and any(c.isdigit() or c in "._-" for c in tok) and tok[-1].isalnum()
+                and tok.lower() not in ENGLISH_WORDS and "@" not in tok):
+            ts = m.start() + m.group().find(tok)
+            return ts, ts + len(tok)
+    return None
 
 
 # words after a login word that are the sentence's, not a login: `the login form has ...`
@@ -676,6 +721,9 @@ def credential_name(ident: str) -> bool:
     return False
 
 
+_PATH_KEY = re.compile(r"[_\-.](?:file|path|dir|filename)$")
+
+
 class ConfigSecrets:
     name = "config lines"
     kinds = (SECRET,)
@@ -707,8 +755,8 @@ class ConfigSecrets:
             ve = _trim(text, vs, ve)
         value = text[vs:ve]
         password = any(w in key for w in _PASSWORD_WORDS) or (g != 3 and "secret" in key)  # SECRET_KEY = "S3cr3t87!"
-        if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip():
-            check = FAIL
+        if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip() or _PATH_KEY.search(key.rstrip(" \t\"':=")):
+            check = FAIL  # (`PASSWORD_FILE=/run/secrets/db`: where the secret is, not the secret)
         elif password:
             # a password is what it is, quoted or not; unquoted after ` is ` only when it looks typed
             check = NONE if g != 3 or "=" in key or ":" in key or password_like(value) else FAIL

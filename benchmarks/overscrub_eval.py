@@ -175,6 +175,17 @@ def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int, people
             print("\n".join(examples))
 
 
+def replaced(text: str, out: str, value: str) -> bool:
+    """The planted value is gone: not in the output, and (the scrubber keeps lengths) at least
+    half its characters changed where it stood, so a half-replaced passphrase is a miss."""
+    if value in out:
+        return False
+    i = text.find(value)
+    if i < 0 or len(out) != len(text):
+        return True
+    return sum(a != b for a, b in zip(value, out[i : i + len(value)])) * 2 >= len(value)
+
+
 def secrets_recall() -> None:
     for split in ("dev", "test"):
         s = Scrubber(b"overscrub-eval")
@@ -182,7 +193,7 @@ def secrets_recall() -> None:
         tab: dict[tuple[str, str], list[int]] = {}
         for text, planted, fam, lang in items:
             out = s.scrub_text(text).text
-            ok = all(v not in out for v in planted)
+            ok = all(replaced(text, out, v) for v in planted)
             cell = tab.setdefault((fam, lang), [0, 0])
             cell[0] += ok
             cell[1] += 1

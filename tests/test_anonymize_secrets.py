@@ -97,6 +97,20 @@ CASES = [
     ("copula", "zh", "密码就是mapleviolet36", ["mapleviolet36"]),
     ("quoted", "de", "Zugangspasswort: „gardenviolet506“", ["gardenviolet506"]),
     ("copula", "de", "Das Adminkennwort lautet Hunter22!x", ["Hunter22!x"]),
+    # the fourth held-out set's misses (R4, now dev)
+    ("pair", "en", "log in as jdoe81 with password Xu!8+EF?its88C", ["jdoe81", "Xu!8+EF?its88C"]),
+    ("pair", "es", "entra como admin298 con la contraseña se$xy?_vT5", ["admin298", "se$xy?_vT5"]),
+    ("pair", "fr", "connecte-toi en m.kowalski33 avec le mot de passe S3cr3t47$", ["m.kowalski33", "S3cr3t47$"]),
+    ("pair", "ko", "wang_li72 계정 비밀번호는 Paper9614*", ["wang_li72", "Paper9614*"]),
+    ("pair", "zh", "登录名 wang_li71 密码 Tr0ub4dor49$", ["wang_li71", "Tr0ub4dor49$"]),
+    ("pair", "ja", "ユーザー: ops-bot83 パスワード: m?N@Ntok", ["ops-bot83", "m?N@Ntok"]),
+    ("command", "en", "mongo -u admin -p SpXFQhy839Bk65Z --authenticationDatabase admin", ["SpXFQhy839Bk65Z"]),
+    ("command", "en", "htpasswd -b .htpasswd admin lanternquiet497", ["lanternquiet497"]),
+    ("uri", "fr", "le FTP : ftp://upload:-?@9gHt+u@@files/", ["-?@9gHt+u@"]),
+    ("copula", "es", "Contraseña del wifi: Qw3rty29#", ["Qw3rty29#"]),
+    ("passphrase", "zh", "密语是 orbit stone marble river", ["orbit stone marble river"]),
+    ("pin", "zh", "我的PIN码是338905", ["338905"]),
+    ("pin", "ru", "мой ПИН 723071", ["723071"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -127,6 +141,11 @@ UNCHANGED = [
     "pass the user id to the login form",
     "def f():\n    pass\n",
     "Das Zugangspasswort ist abgelaufen.",
+    "export PASSWORD_FILE=/run/secrets/db",
+    "The passphrase is asked at boot.",
+    "The admin password is in 1Password.",
+    "Bitte ändern Sie Ihr Passwort regelmäßig.",
+    "Run mongo -u admin -p to be asked for the password.",
 ]
 
 
