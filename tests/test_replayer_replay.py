@@ -42,6 +42,9 @@ def gaps_ms(arrivals) -> list[float]:
     return [(b.mono_ns - a.mono_ns) / 1e6 for a, b in zip(arrivals, arrivals[1:])]
 
 
+# server-side gaps judged per request: in the serial part (scripts/run-tests), not beside the
+# parallel workers, whose load delays the test server's thread, not the replayer
+@pytest.mark.slow
 def test_every_request_once_in_order_with_recorded_gaps_and_bodies(tmp_path, server):
     offsets = [0.0, 0.05, 0.06, 0.16, 0.2, 0.35, 0.36, 0.37, 0.5, 0.62]
     write_recording(tmp_path / "rec", [chat_row(i, t, completion_tokens=2 + i % 5) for i, t in enumerate(offsets)])
@@ -89,6 +92,9 @@ def test_every_request_once_in_order_with_recorded_gaps_and_bodies(tmp_path, ser
     assert "shadow-key" not in (tmp_path / "out" / "manifest.json").read_text()
 
 
+# server-side gaps judged per request: in the serial part (scripts/run-tests), not beside the
+# parallel workers, whose load delays the test server's thread, not the replayer
+@pytest.mark.slow
 def test_speed_two_halves_the_gaps(tmp_path, server):
     offsets = [i * 0.08 for i in range(8)]
     write_recording(tmp_path / "rec", [chat_row(i, t) for i, t in enumerate(offsets)])
