@@ -9,15 +9,14 @@ counts are cached together."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import fastjson
 from .bodykeys import ONE_PERSON, OPENAI_KEEP, OPENAI_MARKER_SET, TOOL_NAME_PARENTS, is_name_key, is_secret_key, ordered_counts
 from .names import looks_like_name
+from .results import BodyScrubber
 from .spans import PERSON, SECRET
 
-if TYPE_CHECKING:  # (for the annotation only: scrubber.py imports this module)
-    from .scrubber import Scrubber
 
 # what a dict key means for the string under it
 _KEEP, _NAME, _SECRET, _PERSON = 1, 2, 4, 8
@@ -43,7 +42,7 @@ def _key_code(key: Any, openai: bool) -> int:
     return code
 
 
-def scrub_parsed(scrubber: "Scrubber", value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
+def scrub_parsed(scrubber: BodyScrubber, value: Any, separators: tuple[str, str]) -> tuple[str, dict[str, int]] | None:
     """A value orjson parsed, scrubbed in place and encoded as json.dumps(ensure_ascii=False,
     separators=separators) would, the other mentions of the body's names replaced in the encoded
     text (Scrubber.propagate_json, as the json path does); None where orjson cannot stand in

@@ -6,7 +6,6 @@ import gc
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from . import bodywalk, fastjson
@@ -25,6 +24,8 @@ from .bodykeys import (
 from .detectors import PERSON, SECRET, Span, find_spans
 from .names import looks_like_name, lower_same_length, mention_spans, name_words
 from .keyedhash import KeyedIds
+from .results import Scrubbed, ScrubbedBody, ScrubStats
+from .sse import scrub_sse
 from .substitutes import Substituter
 
 # Strings at least _CACHE_MIN_CHARS long (bodykeys.py: every length) are cached whole: a system
@@ -46,29 +47,6 @@ _MASK_TABLE = str.maketrans(
     "X" * 26 + "x" * 26 + "0" * 10,
 )
 _NON_ASCII_ALNUM = re.compile(r"[^\W\d_A-Za-z]|[^\x00-\x7f]")
-
-
-@dataclass(frozen=True)
-class Scrubbed:
-    """One scrubbed item: same length in characters as the input."""
-
-    text: str
-    counts: dict[str, int]
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ScrubbedBody:
-    text: str
-    counts: dict[str, int]
-    is_json: bool
-    error: str | None = None
-
-
-@dataclass
-class _Stats:
-    cache_hits: int = 0
-    fallbacks: int = 0
 
 
 _ITEM_SPACE_BYTES = re.compile(rb'[\]}"0-9], ')  # (the usual case of _ITEM_SPACE)
@@ -107,7 +85,7 @@ class Scrubber:
         self._ids = KeyedIds(self._key)
         self._whole: dict[str, Scrubbed] = {}
         self._whole_chars = 0
-        self.stats = _Stats()
+        self.stats = ScrubStats()
         self._cache_min = _CACHE_MIN_CHARS
         self._frags = fastjson.FragmentCache()
         self._names_of: dict[str, frozenset[str]] = {}  # string -> the name words found in it
@@ -571,8 +549,6 @@ class Scrubber:
             error = f"body is not valid UTF-8 (first bad byte at {e.start}); decoded with replacement characters"
         stripped = text.lstrip()
         if "event-stream" in ct or stripped.startswith(("data:", "event:")):
-            from .sse import scrub_sse
-
             try:
                 out, counts = scrub_sse(self, text)
                 return ScrubbedBody(out, counts, False, error)

@@ -10,14 +10,13 @@ boundaries; substitutes keep the length, so every chunk keeps its length too."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shadowreplay.llmapi import split_data_line, stream_text_paths
 
 from .bodykeys import merge_counts as _merge, separators as _separators
+from .results import BodyScrubber
 
-if TYPE_CHECKING:
-    from .scrubber import Scrubber
 
 Path = tuple[Any, ...]
 
@@ -34,7 +33,7 @@ def _set(obj: Any, path: Path, value: Any) -> None:
     obj[path[-1]] = value
 
 
-def scrub_sse(scrubber: "Scrubber", text: str) -> tuple[str, dict[str, int]]:
+def scrub_sse(scrubber: BodyScrubber, text: str) -> tuple[str, dict[str, int]]:
     lines = text.splitlines(keepends=True)
     counts: dict[str, int] = {}
     parsed: dict[int, tuple[str, Any, str, tuple[str, str]]] = {}  # line -> (prefix, chunk, newline, separators)

@@ -1,5 +1,6 @@
 """anonymize/ has no import cycle: statically (every import of one of its modules, at module
-level or inside a function, type-only imports under `if TYPE_CHECKING:` aside) and at run time
+level, inside a function or under `if TYPE_CHECKING:`, so no module needs another's type
+through a cycle either) and at run time
 (each module imported first, on its own, in a fresh interpreter)."""
 
 from __future__ import annotations
@@ -13,20 +14,12 @@ PKG = Path(__file__).resolve().parent.parent / "anonymize"
 MODULES = sorted(p.stem for p in PKG.glob("*.py") if p.stem != "__init__")
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
 def _imports(path: Path) -> set[str]:
     """The anonymize modules `path` imports (relative or through shadowreplay.anonymize)."""
     out: set[str] = set()
     stack: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level == 1 or base.startswith("shadowreplay.anonymize"):
