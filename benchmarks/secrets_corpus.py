@@ -526,8 +526,8 @@ CHATTER_TEST_R4 = [
     "def set_password(self, raw): ...", "Wrong password, 2 attempts left.", "The admin password is in 1Password.",
 ]
 
-# the fifth held-out set (R5), written before R4's misses were looked at; never tuned on
-TEST = {
+# the fifth held-out set (R5), written before R4's misses were looked at; measured once, then tuned on
+TEST_R5 = {
     "quoted": {
         "en": ["the password you want is \"{p}\" (case-sensitive)", "Try '{p}' as the password.", "password → '{p}'"],
         "zh": ["他把密码改为了「{p}」", "登录密码：'{p}'"],
@@ -617,7 +617,7 @@ TEST = {
         "ru": ["код от двери {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R5 = [
     "What is a good password policy?", "The password prompt appears twice.", "Passwords are compared in constant time.",
     "new_password = form.cleaned_data['password']", "if len(password) < 8: return False", "PASSWORD_HASHERS = [...]",
     "The door code changes monthly.", "OTP codes expire after 60 seconds.", "密码强度太弱", "请勿泄露验证码",
@@ -629,6 +629,111 @@ CHATTER_TEST = [
     "docker login reads the password from stdin", "The PASS variable is unset.", "Git asks for a password every time.",
     "The guest network has no password.", "Password rotation is automatic.", "My password expired again.",
     "def check(password: str) -> bool:", "The PIN is wrong.", "Ask IT for the new password.",
+]
+
+# the sixth held-out set (R6), written before R5's misses were looked at; never tuned on
+TEST = {
+    "quoted": {
+        "en": ["login with the password \"{p}\" and change it", "The admin password was set to '{p}' during install.", "pw: \"{p}\""],
+        "zh": ["密码是\"{p}\"，别外传", "初始密码为‘{p}’"],
+        "es": ["usa la contraseña «{p}» para entrar", "la clave es \"{p}\""],
+        "de": ["das Passwort „{p}“ funktioniert nicht mehr", "Passwort ist '{p}'"],
+        "fr": ["le mot de passe « {p} » ne marche plus", "mdp : \"{p}\""],
+        "pt": ["a senha \"{p}\" não funciona mais", "senha é '{p}'"],
+        "ja": ["パスワード「{p}」でログインできません", "パスワードは\"{p}\"です"],
+        "ko": ["비밀번호 '{p}'로 로그인이 안 돼요", "비번은 \"{p}\"야"],
+        "ru": ["пароль «{p}» не подходит", "пароль: \"{p}\""],
+    },
+    "copula": {
+        "en": ["fyi the root pw is {p}", "wifi password = {p}", "Password was reset to {p} by IT"],
+        "zh": ["WiFi密码是{p}", "密码改成{p}了"],
+        "es": ["la clave del wifi es {p}", "mi contraseña actual: {p}"],
+        "de": ["WLAN-Passwort ist {p}", "mein Kennwort ist jetzt {p}"],
+        "fr": ["le mot de passe wifi c'est {p}", "mdp = {p}"],
+        "pt": ["a senha do wifi é {p}", "minha senha agora é {p}"],
+        "ja": ["Wi-Fiのパスワードは{p}", "パスワードを{p}に変更しました"],
+        "ko": ["와이파이 비번은 {p}", "비밀번호를 {p}로 바꿨어요"],
+        "ru": ["пароль от wifi {p}", "мой пароль теперь {p}"],
+    },
+    "pair": {
+        "en": ["creds: {u} / {p}", "login {e} pass {p}"],
+        "zh": ["用户名：{u} 密码：{p}"],
+        "es": ["usuario: {e} contraseña: {p}"],
+        "de": ["Benutzer {u}, Kennwort {p}"],
+        "fr": ["identifiant : {u} / mot de passe : {p}"],
+        "pt": ["usuário {u} e senha {p}"],
+        "ja": ["ユーザー名: {u} / パスワード: {p}"],
+        "ko": ["아이디 {u} 비번 {p}"],
+        "ru": ["логин: {e}, пароль: {p}"],
+    },
+    "config": {
+        "en": ["DB_PASS=\"{p}\"", "[database]\npassword = {p}", "{{\"password\": \"{p}\"}}", "redis_password: '{p}'"],
+        "zh": [".env 文件：DB_PASSWORD={p}"],
+        "es": ["en el .env: MYSQL_ROOT_PASSWORD={p}"],
+        "de": ["in der config.ini: password = {p}"],
+        "fr": ["dans settings.py : EMAIL_HOST_PASSWORD = '{p}'"],
+        "pt": ["no .env: SMTP_PASSWORD={p}"],
+        "ja": ["設定ファイル: db.password={p}"],
+        "ko": ["환경 변수 DB_PASSWORD={p}"],
+        "ru": ["в .env: ADMIN_PASSWORD={p}"],
+    },
+    "command": {
+        "en": ["echo '{p}' | sudo -S apt update", "htpasswd -b .htpasswd admin {p}", "openssl pkcs12 -export -in c.pem -passout pass:{p}"],
+        "zh": ["运行 sshpass -p '{p}' ssh root@10.0.0.5"],
+        "es": ["usa mysqldump -u root -p{p} tienda"],
+        "de": ["mit redis-cli -a {p} ping testen"],
+        "fr": ["tape curl -u admin:{p} https://api.interne/"],
+        "pt": ["rode PGPASSWORD={p} psql -U app"],
+        "ja": ["mongo -u admin -p {p} で接続"],
+        "ko": ["sshpass -p {p} ssh deploy@host"],
+        "ru": ["выполни mysqladmin -u root -p{p} status"],
+    },
+    "uri": {
+        "en": ["DATABASE_URL=postgres://app:{p}@db.internal:5432/app", "amqp://guest:{p}@rabbit:5672/"],
+        "zh": ["连接串 mongodb://admin:{p}@10.0.0.8:27017"],
+        "es": ["la URL es redis://:{p}@cache:6379/0"],
+        "de": ["ftp://backup:{p}@nas.local/"],
+        "fr": ["smtp://alerts:{p}@mail.interne:587"],
+        "pt": ["mysql://root:{p}@localhost/loja"],
+        "ja": ["接続文字列は postgresql://app:{p}@db/app"],
+        "ko": ["mongodb+srv://admin:{p}@cluster0.example.net"],
+        "ru": ["строка подключения postgres://app:{p}@db/app"],
+    },
+    "passphrase": {
+        "en": ["seed phrase: {w}", "my passphrase is {w}", "recovery words: {w}"],
+        "zh": ["我的助记词：{w}"],
+        "es": ["mi frase semilla: {w}"],
+        "de": ["Meine Seed-Phrase: {w}"],
+        "fr": ["ma phrase secrète est {w}"],
+        "pt": ["minha frase-semente: {w}"],
+        "ja": ["パスフレーズは {w} です"],
+        "ko": ["시드 문구는 {w}"],
+        "ru": ["моя сид-фраза: {w}"],
+    },
+    "pin": {
+        "en": ["my PIN is {n}", "verification code: {n}", "2FA code {n}"],
+        "zh": ["验证码是{n}", "银行卡密码{n}"],
+        "es": ["el PIN es {n}", "código de verificación: {n}"],
+        "de": ["meine PIN lautet {n}"],
+        "fr": ["le code PIN est {n}"],
+        "pt": ["código de verificação: {n}"],
+        "ja": ["暗証番号は{n}です"],
+        "ko": ["인증번호 {n}"],
+        "ru": ["код подтверждения: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Passwords must contain a digit.", "The password reset link expired.", "Is 12 characters enough for a password?",
+    "password = request.form.get('password')", "if not check_password(user, password): abort(403)",
+    "DB_PASSWORD = os.getenv('DB_PASSWORD')", "Your verification code will arrive shortly.", "The PIN has four digits.",
+    "密码已重置", "验证码已发送到您的手机", "La contraseña ha caducado.", "Introduce tu PIN.", "Das Passwort wurde zurückgesetzt.",
+    "Bitte PIN eingeben.", "Le mot de passe a expiré.", "Saisissez votre code PIN.", "A senha foi redefinida.", "Digite seu PIN.",
+    "パスワードをリセットしました", "暗証番号を入力してください", "비밀번호가 재설정되었습니다", "인증번호를 입력하세요",
+    "Пароль сброшен.", "Введите PIN-код.", "Write the seed phrase on paper.", "Never type your recovery words into a website.",
+    "mysql -u root -p prompts for the password.", "Pass the password with --password-stdin.", "The PASSWORD env var is empty.",
+    "Use sshpass only in tests.", "The connection string has no password.", "Password hashing uses Argon2.",
+    "The wifi password changed last week.", "def set_password(self, raw_password):", "The OTP was wrong.",
+    "Call the helpdesk to reset your PIN.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -649,7 +754,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
