@@ -183,8 +183,9 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = True
     # a proper noun of the English lists (Gregorian, Manhattan) is not rare: it may be a surname
     # too (Whitfield), so it counts beside a first name, but not alone
+    # (and no word of 18 letters or more: `Wiederherstellungsphrase` is a compound noun, no surname)
     rare = (not (first or last or word) and len(w) >= 3 and w not in ENGLISH_PROPER
-            and not any(p.lower() in COMMON_TOKENS for p in w.split("-")))
+            and not any(p.lower() in COMMON_TOKENS or len(p) >= 18 for p in w.split("-")))
     res = (first, last, word, rare)
     if len(_CLASS) < 200_000:
         _CLASS[w] = res

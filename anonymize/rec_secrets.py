@@ -178,6 +178,8 @@ _COMMAND = re.compile(
     r"|(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"
     r"|(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"
     r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
+    r"|(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"
+    r"|(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"
     r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
     # a user flag, then a password flag and its value (`mongo -u admin -p X`, `docker login -u deploy -p X`)
     r"|(?<![\w-])-u[ \t]+[^\s\x00-][^\s\x00]*[ \t]+-p[ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
@@ -191,14 +193,15 @@ class CommandPasswords:
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
         if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
-                or " -p " in lo):
+                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
             if g is not None:
                 v = m.group(g).strip("'\"")
                 s = m.start(g) + (m.group(g).find(v) if v else 0)
-                short = g == "up" and len(v) < 4  # `-u admin -p to be asked`: a flag with no value, then prose
+                # `-u admin -p to be asked`, `-u root -p prompts for it`: a flag with no value, then prose
+                short = g == "up" and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
                 out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or short or placeholder(v) else NONE))
 
 
@@ -210,8 +213,6 @@ _OPEN = "".join(_QUOTES)
 # the end, CJK punctuation, a Japanese copula
 _VALUE = re.compile(r"[^\s\x00\"'`“”«»「」『』，。；、！？（）()<>\[\]{}]+")
 _TRAIL = ".,;:!?)"
-_JA_END = ("です", "でした", "だ", "。")
-_KO_TAIL = re.compile(r"[\uac00-\ud7a3]+$")  # 입니다, 이에요 glued to an ASCII password
 _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
 _PAIR_SEP = re.compile(r"[ \t]*(?:/|:|\||,)[ \t]*")
 
@@ -252,8 +253,9 @@ def _starts(auto: ahocorasick.Automaton, lo: str) -> list[int]:
 
 
 # what makes a password word one for several words (a passphrase): `pass phrase`, `frase
-# secreta`, `парольная фраза`, `密码短语`, `助记词`, `合言葉`, `암호 문구`
-_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "密语", "合言葉", "パスフレーズ", "프레이즈", "문구", "satz")
+# secreta`, `парольная фраза`, `密码短语`, `助记词`, `合言葉`, `암호 문구`, `mnemonic`, `seed words`
+_PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "短语", "助记词", "助記詞", "恢复词", "密语", "合言葉", "フレーズ", "ニーモニック",
+                 "프레이즈", "문구", "구문", "니모닉", "satz", "mnemon", "мнемони", " words", "wörter", "mots de récup", "palabras", "palavras")
 
 
 @functools.cache
@@ -275,7 +277,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,2}(?:[ \t]+|(?=[:：])))?"
+    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
@@ -283,7 +285,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
 
 # up to two short words between a secret word and a quoted value: `password for root 'X'`,
 # `password was "X"`, `密码是“X”`, `비밀번호는 'X'`
-_TO_QUOTE = re.compile(r"[ \t\u00a0\u3000:：=\-–—,]*(?:[^\W\d_]{1,12}[ \t\u00a0\u3000:：=]*){0,2}?(?=[" + re.escape(_OPEN) + "])")
+_TO_QUOTE = re.compile(r"[ \t\u00a0\u3000:：=\-–—,]*(?:[^\W\d_]{1,12}[ \t\u00a0\u3000:：=]*){0,2}?(?<![A-Za-z0-9])(?=[" + re.escape(_OPEN) + "])")  # (not the `'` of `c'est`)
 _LETTER_BEFORE = re.compile(r"[^\W\d_]")
 _WORD_CHAR = re.compile(r"[\w]")
 
@@ -358,7 +360,7 @@ class DeclaredSecrets:
                     if w:
                         p = w.end()
                         d = _DIGITS_CODE.match(text, p)
-                if d and not (d.end() < n and text[d.end()].isdigit()) and (p > e or text[p - 1] in " \t:："):
+                if d and not (d.end() < n and text[d.end()].isdigit()) and (p > e or text[p - 1] in " \t:：" or _spaced_or_cjk(text, e, phrase)):
                     out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
                 continue
             if fam == "passphrase" and text[e:p].strip():
@@ -367,6 +369,11 @@ class DeclaredSecrets:
             if fam == "username":
                 self._login(doc, p, out)
                 continue
+            if fam == "password" and phrase[0] > "\u04ff":
+                w = _LATIN_PHRASE.match(text, p)  # `口令是 marble garden river lantern`: in CJK text a run of Latin words is the value
+                if w:
+                    out.append(Candidate(p, w.end(1), SECRET, WEAK, NONE, FOUND))
+                    continue
             v = _VALUE.match(text, p)
             if not v or (p == e and not _spaced_or_cjk(text, e, phrase)):
                 continue
@@ -381,15 +388,14 @@ class DeclaredSecrets:
             value = text[vs:ve]
             cjk_word = phrase[0] > "\u04ff"  # (a CJK, kana or Hangul word: not `contraseña`)
             colon = any(c in ":：=" for c in text[e:p])
-            if cjk_word and not _typed(value) and not colon:
-                ja = next((value.find(t) for t in _JA_END if value.find(t) > 0), -1)
-                if ja > 0 and _typed(value[:ja]):  # (not `8文字以上にしてください`)
-                    ve = vs + ja
+            if cjk_word and not _typed(value):
+                # a typed value ends where the CJK text resumes: `S3cr3t24$になります`, `X입니다`,
+                # `X了` (not `8文字以上にしてください`: too short)
+                k = next(i for i, c in enumerate(value) if not _typed(c))
+                if k >= 4 and (colon or password_like(value[:k])):
+                    ve = vs + k
                     value = text[vs:ve]
-                elif _KO_TAIL.search(value) and value[0].isascii():
-                    ve = vs + len(value) - len(_KO_TAIL.search(value).group())
-                    value = text[vs:ve]
-                else:
+                elif not colon:
                     continue
             if len(value) < 3:
                 continue
@@ -497,6 +503,8 @@ class DeclaredSecrets:
             out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
 
 
+# three to eight lower-case Latin words, ending where the CJK text (or the line) resumes
+_LATIN_PHRASE = re.compile(r"([a-z]{2,16}(?: [a-z]{2,16}){2,7})(?=$|[\s.,;:!?。，；：！？」』）)]|[^\x00-\u04ff])")
 _PASS_AFTER = re.compile(r"[ \t]*[,;]?[ \t]+(?i:pass)(?:[ \t]*[:=][ \t]*|[ \t]+)(?=\S)")
 
 
@@ -513,9 +521,10 @@ _SENTENCE_STOP = re.compile(r"[.!?。！？](?:\s|$)|[\n\x00]")
 # nouns that make a compound with a secret word: what follows is about that thing
 _COMPOUND_NEXT = frozenset(
     "manager managers policy policies field fields form reset hash hashes length strength requirement requirements rule "
-    "rules prompt box generator vault store storage change expiry history hint hints manager's "
+    "rules prompt box generator vault store storage change expiry history hint hints manager's hashing hasher encryption "
+    "complexity expiration rotation protection authentication "
     "manager-app gestor gestionnaire verwaltung manager-app менеджер".split())
-_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,14}(?!\w)){1,3}[ \t]*(?:[:：=][ \t]*)?")
+_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_](?:[^\W\d_]|['’](?=[^\W\d_])){0,13}(?=[ \t:：=]|$)){1,3}[ \t]*(?:[:：=][ \t]*)?")  # (whole words: not the `F` of `F!Nm`)
 
 
 # prepositions of place, which say where a secret is kept, not what it is
@@ -669,6 +678,86 @@ def _password_after(doc: Doc, p: int) -> bool:
     return any(family.get(m.group()) in ("password", "passphrase") for m in scan.finditer(window))
 
 
+# ---------------------------------------------------------------- a wallet's seed words
+# `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는 ...`: words of a list
+# (no function word among them), after a colon or copula that follows a word saying what they
+# restore (seed, recovery, backup, wallet, ...) and a word saying they are words or a phrase.
+_SEED_WHAT = ("seed", "recovery", "backup", "back-up", "wallet", "restore", "mnemonic", "bip39", "bip-39", "semilla", "semente",
+              "recuperación", "recuperacion", "recuperação", "recuperacao", "récupération", "recuperation", "respaldo", "carteira",
+              "cartera", "portefeuille", "sauvegarde", "wiederherstellung", "сид", "восстановлен", "кошел", "резервн", "시드",
+              "복구", "지갑", "백업", "シード", "復元", "リカバリー", "ウォレット", "バックアップ", "恢复", "恢復", "钱包", "錢包", "种子", "種子",
+              "助记", "助記", "备份", "備份")
+_SEED_HEAD = ("phrase", "words", "word", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
+              "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
+_SEED_AUTO = ahocorasick.Automaton()
+for _w in _SEED_WHAT:
+    _SEED_AUTO.add_word(_w, len(_w))
+_SEED_AUTO.make_automaton()
+_SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
+                            r"|是|为|為|は|는|은)[ \t]*")
+_SEED_WORDS = re.compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){3,23}(?=$|[\s.,;!?。，；！？」』）)]|[^\x00-\u04ff])")
+
+
+class SeedPhrases:
+    name = "seed phrases"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        lo = doc.lo
+        done = -1
+        for end, n in _SEED_AUTO.iter(lo):
+            s = end - n + 1
+            if s < done or (s and _latin_alnum(lo[s - 1]) and lo[s - 1].isascii()):
+                continue
+            m = _SEED_TO_VALUE.match(lo, s)
+            if not m:
+                continue
+            head = lo[max(0, s - 24) : m.end()]
+            if not any(h in head for h in _SEED_HEAD):
+                continue
+            w = _SEED_WORDS.match(doc.text, m.end())
+            if w and not any(x in _PROSE_WORDS or x in _NOT_PHRASE_START for x in w.group().split()):
+                out.append(Candidate(w.start(), w.end(), SECRET, WEAK, NONE, FOUND))
+                done = w.end()
+
+
+# ---------------------------------------------------------------- a login and a password, slashed
+# `u: jdoe / p: X`, `user=jdoe / pass=X`; or bare, `jdoe81 / X`, with a word of logging in on its
+# line (`jdoe81 / X でログインしてください`, `sign in with ops-bot9 / X`)
+_SLASH_PAIR = re.compile(
+    r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)[ \t]*[:=][ \t]*)?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
+    r"(?:(?P<pl>p|pw|pwd|pass)[ \t]*[:=][ \t]*)?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
+_SIGN_IN = ("log in", "login", "log-in", "sign in", "sign-in", "logon", "ログイン", "로그인", "登录", "登入", "登錄", "anmelden", "einloggen",
+            "iniciar sesión", "inicia sesión", "connecter", "connexion", "entrar", "acesse", "войти", "вход", "войди")
+
+
+class LoginPairs:
+    name = "login pairs"
+    kinds = (SECRET,)
+
+    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
+        text = doc.text
+        if "/" not in text or not doc.letters:
+            return
+        for m in _SLASH_PAIR.finditer(text):
+            u, pw = m.group("u"), m.group("p")
+            ue = _trim(text, m.start("u"), m.end("u"))
+            pe = _trim(text, m.start("p"), m.end("p"))
+            pw = text[m.start("p") : pe]
+            if not _quoted_password(pw) or code_value(text, m.start("p"), pe):
+                continue
+            if not (m.group("ul") and m.group("pl")):  # bare: a login's shape, and a word of logging in on the line
+                if not (any(c.isdigit() or c in "._-" for c in u) and u.lower() not in ENGLISH_WORDS):
+                    continue
+                a = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 40)
+                b = text.find("\n", m.end())
+                line = doc.lo[a : min(m.end() + 40, b if b >= 0 else len(text))]
+                if not any(w in line for w in _SIGN_IN):
+                    continue
+            out.append(Candidate(m.start("u"), ue, SECRET, WEAK, NONE, FOUND))
+            out.append(Candidate(m.start("p"), pe, SECRET, WEAK, NONE, FOUND))
+
+
 # ---------------------------------------------------------------- credential pairs after an e-mail
 _EMAIL_LIKE = re.compile(r"@[A-Za-z0-9\-]+\.[A-Za-z]{2,}")
 _PORT = re.compile(r"\d{1,5}(?:[/?#]|$)")
@@ -754,12 +843,14 @@ class ConfigSecrets:
         if g == 3:
             ve = _trim(text, vs, ve)
         value = text[vs:ve]
-        password = any(w in key for w in _PASSWORD_WORDS) or (g != 3 and "secret" in key)  # SECRET_KEY = "S3cr3t87!"
+        password = any(w in key for w in _PASSWORD_WORDS) or "secret" in key  # SECRET_KEY = "S3cr3t87!", SECRET=X
         if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip() or _PATH_KEY.search(key.rstrip(" \t\"':=")):
             check = FAIL  # (`PASSWORD_FILE=/run/secrets/db`: where the secret is, not the secret)
         elif password:
             # a password is what it is, quoted or not; unquoted after ` is ` only when it looks typed
             check = NONE if g != 3 or "=" in key or ":" in key or password_like(value) else FAIL
-        else:  # a key or token: no spaces, and random-looking
-            check = PASS if looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value else FAIL
+        elif looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value:
+            check = PASS  # a key or token: no spaces, and random-looking
+        else:  # or typed like a password (`auth_token: "a%aDB2Z6d"`), not a word or a name of code
+            check = NONE if len(value) >= 8 and _quoted_password(value) else FAIL
         return Candidate(vs, ve, SECRET, WEAK, check, FOUND)

@@ -35,10 +35,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from secrets_corpus import (CHATTER_DEV, CHATTER_TEST, CHATTER_TEST_R1, CHATTER_TEST_R2, CHATTER_TEST_R3, CHATTER_TEST_R4, CHATTER_TEST_R5,
+from secrets_corpus import (CHATTER_DEV, CHATTER_TEST, CHATTER_TEST_R1, CHATTER_TEST_R2, CHATTER_TEST_R3, CHATTER_TEST_R4, CHATTER_TEST_R5, CHATTER_TEST_R6,
                             FAMILIES, LANGS, generate)  # noqa: E402
 
 from shadowreplay.anonymize import Scrubber  # noqa: E402
+from shadowreplay.anonymize.detectors import find_spans  # noqa: E402
 
 SITE = Path("/work/main/.venv/lib/python3.12/site-packages")
 _CREDIT_WORDS = ("author", "maintainer", "maintained by", "copyright", "written by", "contributed by", "contributors",
@@ -175,25 +176,24 @@ def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int, people
             print("\n".join(examples))
 
 
-def replaced(text: str, out: str, value: str) -> bool:
-    """The planted value is gone: not in the output, and (the scrubber keeps lengths) at least
-    half its characters changed where it stood, so a half-replaced passphrase is a miss."""
-    if value in out:
-        return False
+def replaced(text: str, spans: list, value: str) -> bool:
+    """The planted value is replaced: every letter and digit of it lies inside a span the
+    scrubber replaces, so a half-replaced passphrase is a miss (its symbols need not be: a
+    substitute keeps each character's class, `!` stays `!`)."""
     i = text.find(value)
-    if i < 0 or len(out) != len(text):
+    if i < 0:
         return True
-    return sum(a != b for a, b in zip(value, out[i : i + len(value)])) * 2 >= len(value)
+    return all(any(s <= k < e for s, e, _ in spans) for k in range(i, i + len(value)) if text[k].isalnum())
 
 
-def secrets_recall() -> None:
-    for split in ("dev", "test"):
+def secrets_recall(splits: tuple[str, ...] = ("dev", "test")) -> None:
+    for split in splits:
         s = Scrubber(b"overscrub-eval")
         items = generate(split)
         tab: dict[tuple[str, str], list[int]] = {}
         for text, planted, fam, lang in items:
-            out = s.scrub_text(text).text
-            ok = all(replaced(text, out, v) for v in planted)
+            spans = find_spans(text)
+            ok = all(replaced(text, spans, v) for v in planted)
             cell = tab.setdefault((fam, lang), [0, 0])
             cell[0] += ok
             cell[1] += 1
@@ -209,7 +209,7 @@ def secrets_recall() -> None:
         per_lang = {lang: [sum(tab[(f, lang)][0] for f in FAMILIES if (f, lang) in tab), sum(tab[(f, lang)][1] for f in FAMILIES if (f, lang) in tab)]
                     for lang in LANGS}
         print("| all | " + " | ".join(f"{a / b:.3f}" for a, b in per_lang.values()) + f" | {got / total:.3f} |")
-        chatter = CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5 if split == "dev" else CHATTER_TEST
+        chatter = CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5 + CHATTER_TEST_R6 if split == "dev" else CHATTER_TEST
         moved = [t for t in chatter if s.scrub_text(t).text != t]
         print(f"sentences about passwords without one, changed: {len(moved)} of {len(chatter)}"
               + (f" ({', '.join(repr(t) for t in moved)})" if moved else ""))
@@ -221,6 +221,8 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=0, help="print up to this many changed snippets per set and split")
     ap.add_argument("--people-python", metavar="PY", help="a Python with spaCy and en_core_web_sm: set people's full names apart")
     ap.add_argument("--skip-code", action="store_true", help="prose and secrets only")
+    ap.add_argument("--secrets-split", choices=("dev", "test", "both"), default="both",
+                    help="which split of the secrets sets to print (dev while tuning: the test split is measured once)")
     a = ap.parse_args()
     pp = a.people_python
     head = "changed (credit lines and people's names aside)" if pp else "changed (credit lines aside)"
@@ -235,7 +237,7 @@ def main() -> None:
             over_scrub(label, files, a.examples, pp)
         over_scrub("all source code", allcode, 0, pp)
     over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples, pp)
-    secrets_recall()
+    secrets_recall(("dev", "test") if a.secrets_split == "both" else (a.secrets_split,))
 
 
 if __name__ == "__main__":

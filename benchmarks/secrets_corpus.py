@@ -631,8 +631,8 @@ CHATTER_TEST_R5 = [
     "def check(password: str) -> bool:", "The PIN is wrong.", "Ask IT for the new password.",
 ]
 
-# the sixth held-out set (R6), written before R5's misses were looked at; never tuned on
-TEST = {
+# the sixth held-out set (R6), written before R5's misses were looked at; measured once, then tuned on
+TEST_R6 = {
     "quoted": {
         "en": ["login with the password \"{p}\" and change it", "The admin password was set to '{p}' during install.", "pw: \"{p}\""],
         "zh": ["密码是\"{p}\"，别外传", "初始密码为‘{p}’"],
@@ -722,7 +722,7 @@ TEST = {
         "ru": ["код подтверждения: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R6 = [
     "Passwords must contain a digit.", "The password reset link expired.", "Is 12 characters enough for a password?",
     "password = request.form.get('password')", "if not check_password(user, password): abort(403)",
     "DB_PASSWORD = os.getenv('DB_PASSWORD')", "Your verification code will arrive shortly.", "The PIN has four digits.",
@@ -734,6 +734,110 @@ CHATTER_TEST = [
     "Use sshpass only in tests.", "The connection string has no password.", "Password hashing uses Argon2.",
     "The wifi password changed last week.", "def set_password(self, raw_password):", "The OTP was wrong.",
     "Call the helpdesk to reset your PIN.",
+]
+
+# the seventh held-out set (R7), written after R6's scores were printed, before its misses were read; never tuned on
+TEST = {
+    "quoted": {
+        "en": ["I set the password to \"{p}\" for now", "the vault password is '{p}', don't lose it", "(password: `{p}`)"],
+        "zh": ["密码请用“{p}”", "把密码设成'{p}'"],
+        "es": ["puse la contraseña \"{p}\" temporalmente", "contraseña provisional: «{p}»"],
+        "de": ["ich habe das Passwort auf \"{p}\" gesetzt", "vorläufiges Passwort: „{p}“"],
+        "fr": ["j'ai mis le mot de passe \"{p}\" pour l'instant", "mot de passe provisoire : « {p} »"],
+        "pt": ["coloquei a senha \"{p}\" por enquanto", "senha provisória: \"{p}\""],
+        "ja": ["仮のパスワードは「{p}」です", "パスワード'{p}'を設定しました"],
+        "ko": ["임시 비밀번호는 \"{p}\"입니다", "비밀번호를 '{p}'(으)로 설정했어요"],
+        "ru": ["временный пароль: «{p}»", "я поставил пароль \"{p}\""],
+    },
+    "copula": {
+        "en": ["temp password is {p} until Friday", "the password's {p}", "new pw: {p}"],
+        "zh": ["临时密码是{p}", "管理员密码为 {p}"],
+        "es": ["la contraseña temporal es {p}", "contraseña del admin = {p}"],
+        "de": ["das vorläufige Passwort ist {p}", "Admin-Passwort = {p}"],
+        "fr": ["le mot de passe temporaire est {p}", "mdp admin: {p}"],
+        "pt": ["a senha temporária é {p}", "senha do admin = {p}"],
+        "ja": ["仮パスワードは{p}です", "管理者パスワード：{p}"],
+        "ko": ["임시 비밀번호는 {p}", "관리자 비밀번호 = {p}"],
+        "ru": ["временный пароль — {p}", "пароль админа = {p}"],
+    },
+    "pair": {
+        "en": ["username: {u}\npassword: {p}", "{u}:{p} (user:pass)"],
+        "zh": ["账号：{u}，密码：{p}"],
+        "es": ["usuario={u} contraseña={p}"],
+        "de": ["Nutzername: {u} Passwort: {p}"],
+        "fr": ["utilisateur {u} mot de passe {p}"],
+        "pt": ["usuário: {u} | senha: {p}"],
+        "ja": ["ID：{u}　パスワード：{p}"],
+        "ko": ["아이디: {u} / 비밀번호: {p}"],
+        "ru": ["пользователь {u}, пароль {p}"],
+    },
+    "config": {
+        "en": ["MAIL_PASSWORD='{p}'", "password: \"{p}\"  # prod", "db.password = {p}", "<password>{p}</password>"],
+        "zh": ["配置：REDIS_PASSWORD={p}"],
+        "es": ["variable: API_SECRET={p}"],
+        "de": ["Umgebungsvariable DB_PASS={p}"],
+        "fr": ["variable d'environnement : SMTP_PASS={p}"],
+        "pt": ["variável: JWT_SECRET={p}"],
+        "ja": ["環境変数 MYSQL_PASSWORD={p}"],
+        "ko": ["설정: ADMIN_PASS={p}"],
+        "ru": ["переменная: REDIS_PASS={p}"],
+    },
+    "command": {
+        "en": ["psql \"host=db user=app password={p}\"", "net use Z: \\\\srv\\share /user:admin {p}", "wget --password={p} https://files/x"],
+        "zh": ["用 mysql -uroot -p{p} 登录"],
+        "es": ["prueba sshpass -p \"{p}\" scp f root@srv:"],
+        "de": ["curl --user admin:{p} https://intern/api"],
+        "fr": ["redis-cli -h cache -a {p}"],
+        "pt": ["docker login -u ci -p {p}"],
+        "ja": ["mysqldump -uroot -p{p} db > dump.sql"],
+        "ko": ["curl -u admin:{p} http://nas/"],
+        "ru": ["wget --password={p} ftp://nas/file"],
+    },
+    "uri": {
+        "en": ["MONGO_URI=mongodb://root:{p}@mongo:27017/admin", "https://admin:{p}@grafana.internal/"],
+        "zh": ["数据库地址 mysql://app:{p}@10.1.2.3:3306/app"],
+        "es": ["usa postgres://lector:{p}@replica/app"],
+        "de": ["Verbindung: redis://:{p}@localhost:6379"],
+        "fr": ["l'URL amqp://app:{p}@mq:5672/"],
+        "pt": ["a URI é postgresql://app:{p}@db:5432/app"],
+        "ja": ["URLは https://user:{p}@proxy.local:8080"],
+        "ko": ["주소 ftp://user:{p}@files.local"],
+        "ru": ["адрес mongodb://app:{p}@db:27017"],
+    },
+    "passphrase": {
+        "en": ["wallet backup words: {w}", "BIP39: {w}", "12 words: {w}"],
+        "zh": ["钱包恢复词：{w}"],
+        "es": ["las palabras de respaldo: {w}"],
+        "de": ["Backup-Wörter: {w}"],
+        "fr": ["mes 12 mots : {w}"],
+        "pt": ["as palavras-chave da carteira: {w}"],
+        "ja": ["ウォレットの復元ワード：{w}"],
+        "ko": ["지갑 복구 단어: {w}"],
+        "ru": ["слова для восстановления кошелька: {w}"],
+    },
+    "pin": {
+        "en": ["card PIN: {n}", "your login code is {n}", "the alarm code is {n}"],
+        "zh": ["取件码{n}", "支付密码是{n}"],
+        "es": ["el PIN de la tarjeta: {n}", "tu código es {n}"],
+        "de": ["PIN der Karte: {n}"],
+        "fr": ["code de confirmation : {n}"],
+        "pt": ["o PIN do cartão é {n}"],
+        "ja": ["確認コード：{n}"],
+        "ko": ["카드 비밀번호 {n}"],
+        "ru": ["ПИН карты: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "How do I reset my password?", "Your password must differ from the last five.", "The password field accepts 128 characters.",
+    "assert not user.check_password(None)", "password = input('Password: ')", "PASSWORD_MIN_LENGTH = 12",
+    "if password is None: continue", "The code expires in 10 minutes.", "Enter the 6-digit code.", "密码需要包含大写字母",
+    "请设置支付密码", "La contraseña es obligatoria.", "Cambia la contraseña cada 90 días.", "Das Passwort muss Sonderzeichen enthalten.",
+    "Die PIN ist gesperrt.", "Le mot de passe est obligatoire.", "Votre code a expiré.", "A senha é obrigatória.", "O código expirou.",
+    "パスワードは8文字以上にしてください", "確認コードを送信しました", "비밀번호는 8자 이상이어야 합니다", "인증번호가 만료되었습니다",
+    "Пароль обязателен.", "Код устарел.", "Back up your recovery words somewhere safe.", "A seed phrase has 12 or 24 words.",
+    "Run psql and it will prompt for the password.", "Use --password-file instead of --password.", "SECRET_KEY must be set in production.",
+    "The MAIL_PASSWORD variable is required.", "Passwords are never logged.", "The password is stored as a bcrypt hash.",
+    "He typed the wrong PIN three times.", "Don't paste your password into chats.", "The PIN changes every month.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -754,7 +858,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):

@@ -24,6 +24,38 @@ CASES = [
     ("quoted", "ja", "パスワードは「Sakura#88」です", ["Sakura#88"]),
     ("quoted", "ko", "비밀번호는 'Hangang!7'입니다", ["Hangang!7"]),
     ("quoted", "ru", "мой пароль «Moskva#1147», не говори никому", ["Moskva#1147"]),
+    # a login and a password slashed, labelled or beside a word of logging in
+    ("pair", "en", "u: ops-bot9 / p: Candle4547%", ["ops-bot9", "Candle4547%"]),
+    ("pair", "ja", "wang_li73 / mWEJ2Do9fZ4 でログインしてください", ["wang_li73", "mWEJ2Do9fZ4"]),
+    ("pair", "en", "sign in with deploy_7 / Gr33n!Tea", ["deploy_7", "Gr33n!Tea"]),
+    # Samba's user%password, a `secret` or token key unquoted or typed like a password
+    ("command", "en", "smbclient //nas/share -U admin%Lantern7025&", ["Lantern7025&"]),
+    ("config", "en", "SECRET=Maple966!", ["Maple966!"]),
+    ("config", "pt", 'auth_token: "a%aDB2Z6d"', ["a%aDB2Z6d"]),
+    # a typed value glued to the CJK text after it; Latin words after a CJK password word
+    ("copula", "ja", "新しいパスワードはS3cr3t24$になります", ["S3cr3t24$"]),
+    ("copula", "zh", "新密码将是tigermaple770", ["tigermaple770"]),
+    ("passphrase", "zh", "口令是 marble garden river lantern", ["marble garden river lantern"]),
+    ("passphrase", "ko", "암호: window candle violet stone", ["window candle violet stone"]),
+    ("passphrase", "en", "mnemonic: window maple copper river", ["window maple copper river"]),
+    ("passphrase", "de", "Die Wiederherstellungsphrase lautet maple violet paper candle", ["maple violet paper candle"]),
+    # a door code, a value after three words and a colon, a password whose first letter stands alone
+    ("pin", "de", "der Türcode ist 940424", ["940424"]),
+    ("pin", "ru", "код от двери 471179", ["471179"]),
+    ("pin", "zh", "门禁密码204255", ["204255"]),
+    ("copula", "en", "Password for the guest network: vPy?ZAPFkfr", ["vPy?ZAPFkfr"]),
+    ("copula", "fr", "le mot de passe admin est F!NmHqJjec", ["F!NmHqJjec"]),
+    # a wallet's seed words after what they restore and that they are words; a password piped to sudo
+    ("passphrase", "es", "mi frase semilla: paper window river quiet", ["paper window river quiet"]),
+    ("passphrase", "ru", "моя сид-фраза: copper tiger marble garden", ["copper tiger marble garden"]),
+    ("passphrase", "ko", "시드 문구는 window cloud marble north", ["window cloud marble north"]),
+    ("passphrase", "en", "recovery words: candle maple garden stone", ["candle maple garden stone"]),
+    ("command", "en", "echo 'violetorbit560' | sudo -S apt update", ["violetorbit560"]),
+    # a password as the object of a change (`を…に変更`, `를 …로 바꿨어요`, `改成…了`), after `c'est`
+    ("copula", "ja", "パスワードをCandle6501*に変更しました", ["Candle6501*"]),
+    ("copula", "ko", "비밀번호를 Srhb-z$Q9v로 바꿨어요", ["Srhb-z$Q9v"]),
+    ("copula", "zh", "密码改成Violet3620!了", ["Violet3620!"]),
+    ("copula", "fr", "le mot de passe wifi c'est mapleriver653", ["mapleriver653"]),
     # after a copula, unquoted
     ("copula", "en", "my password is hunter2 for now", ["hunter2"]),
     ("copula", "zh", "我的密码是abc123x", ["abc123x"]),
@@ -146,6 +178,17 @@ UNCHANGED = [
     "The admin password is in 1Password.",
     "Bitte ändern Sie Ihr Passwort regelmäßig.",
     "Run mongo -u admin -p to be asked for the password.",
+    "see src/main.py / docs/index.md before you log in",
+    "and/or sign in with TCP/IP",
+    "SECRET_KEY must be set in production.",
+    "token: str = field(default_factory=make_token)",
+    "Die Wiederherstellungsphrase gehört nicht in die Cloud.",
+    "mysql -u root -p prompts for the password.",
+    "Password hashing uses Argon2.",
+    "A seed phrase has 12 or 24 words.",
+    "Translate these words: cat dog house tree",
+    "パスワードを忘れました",
+    "비밀번호를 잊어버렸어요",
 ]
 
 
