@@ -16,7 +16,7 @@ from .evidence import STRONG, Candidate, Doc, Recognizer, decide
 from .names import find_names, json_name_values, listed_beside, lower_same_length, mentions, name_words, table_name_values
 from .rec_contact import Emails, IPv6
 from .rec_numbers import Numbers
-from .rec_secrets import CommandPasswords, ConfigSecrets, DeclaredSecrets, KeyFormats, LoginPairs, SeedPhrases, UrlPasswords, email_pairs
+from .rec_secrets import CommandPasswords, ConfigSecrets, DeclaredSecrets, KeyFormats, LoginPairs, UrlPasswords, email_pairs
 from .spans import ACCOUNT, CARD, CN_ID, CN_MOBILE, EMAIL, IBAN, IPV4, IPV6, KINDS, PERSON, PHONE, SECRET, US_SSN, Span
 
 __all__ = ["ACCOUNT", "CARD", "CN_ID", "CN_MOBILE", "EMAIL", "IBAN", "IPV4", "IPV6", "KINDS", "PERSON", "PHONE", "RECOGNIZERS",
@@ -72,7 +72,7 @@ class Names:
 # are resolved by position). Secrets come before numbers so that a PIN or a password of digits
 # wins over a phone or card read of the same digits at the same start.
 RECOGNIZERS: tuple[Recognizer, ...] = (
-    Emails(), KeyFormats(), UrlPasswords(), CommandPasswords(), ConfigSecrets(), DeclaredSecrets(), LoginPairs(), SeedPhrases(), Numbers(), IPv6(), Names(),
+    Emails(), KeyFormats(), UrlPasswords(), CommandPasswords(), ConfigSecrets(), DeclaredSecrets(), LoginPairs(), Numbers(), IPv6(), Names(),
 )
 _EMAILS = RECOGNIZERS[0]
 

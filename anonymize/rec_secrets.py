@@ -264,7 +264,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     (password, passphrase, key, pin, username), the passphrase words, where phrases may start)"""
     family: dict[str, str] = {}
     copulas: list[str] = []
-    for fam in ("key", "username", "pin", "password"):  # (a later family wins a shared phrase)
+    for fam in ("seed", "key", "username", "pin", "password"):  # (a later family wins a shared phrase)
         for lang, phrases in context_words(fam).items():
             if lang == "copula":
                 copulas += phrases
@@ -331,6 +331,9 @@ class DeclaredSecrets:
             fam = family.get(phrase)
             if fam is None:  # (a phrase matched with other spaces or hyphens)
                 fam = family.get(re.sub(r"[ \t\u00a0\-]+", " ", phrase), "password")
+            if fam == "seed":  # (`сид-фраза`: no identifier)
+                _seed_words(doc, s, out)
+                continue
             if e < n and (text[e] in "_-" or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
                 continue  # part of an identifier: the config-line recognizer reads it
             if fam != "username":
@@ -678,47 +681,24 @@ def _password_after(doc: Doc, p: int) -> bool:
     return any(family.get(m.group()) in ("password", "passphrase") for m in scan.finditer(window))
 
 
-# ---------------------------------------------------------------- a wallet's seed words
-# `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는 ...`: words of a list
-# (no function word among them), after a colon or copula that follows a word saying what they
-# restore (seed, recovery, backup, wallet, ...) and a word saying they are words or a phrase.
-_SEED_WHAT = ("seed", "recovery", "backup", "back-up", "wallet", "restore", "mnemonic", "bip39", "bip-39", "semilla", "semente",
-              "recuperación", "recuperacion", "recuperação", "recuperacao", "récupération", "recuperation", "respaldo", "carteira",
-              "cartera", "portefeuille", "sauvegarde", "wiederherstellung", "сид", "восстановлен", "кошел", "резервн", "시드",
-              "복구", "지갑", "백업", "シード", "復元", "リカバリー", "ウォレット", "バックアップ", "恢复", "恢復", "钱包", "錢包", "种子", "種子",
-              "助记", "助記", "备份", "備份")
+# a wallet's seed words: `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는
+# ...`: words of a list (no function word among them) after a colon or copula that follows a word
+# for what they restore (data/context-seed.txt) and a word for words or a phrase
 _SEED_HEAD = ("phrase", "words", "word", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
               "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
-_SEED_AUTO = ahocorasick.Automaton()
-for _w in _SEED_WHAT:
-    _SEED_AUTO.add_word(_w, len(_w))
-_SEED_AUTO.make_automaton()
 _SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
                             r"|是|为|為|は|는|은)[ \t]*")
 _SEED_WORDS = re.compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){3,23}(?=$|[\s.,;!?。，；！？」』）)]|[^\x00-\u04ff])")
 
 
-class SeedPhrases:
-    name = "seed phrases"
-    kinds = (SECRET,)
-
-    def candidates(self, doc: Doc, out: list[Candidate]) -> None:
-        lo = doc.lo
-        done = -1
-        for end, n in _SEED_AUTO.iter(lo):
-            s = end - n + 1
-            if s < done or (s and _latin_alnum(lo[s - 1]) and lo[s - 1].isascii()):
-                continue
-            m = _SEED_TO_VALUE.match(lo, s)
-            if not m:
-                continue
-            head = lo[max(0, s - 24) : m.end()]
-            if not any(h in head for h in _SEED_HEAD):
-                continue
-            w = _SEED_WORDS.match(doc.text, m.end())
-            if w and not any(x in _PROSE_WORDS or x in _NOT_PHRASE_START for x in w.group().split()):
-                out.append(Candidate(w.start(), w.end(), SECRET, WEAK, NONE, FOUND))
-                done = w.end()
+def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
+    lo = doc.lo
+    m = _SEED_TO_VALUE.match(lo, s)
+    if not m or not any(h in lo[max(0, s - 24) : m.end()] for h in _SEED_HEAD):
+        return
+    w = _SEED_WORDS.match(doc.text, m.end())
+    if w and not any(x in _PROSE_WORDS or x in _NOT_PHRASE_START for x in w.group().split()):
+        out.append(Candidate(w.start(), w.end(), SECRET, WEAK, NONE, FOUND))
 
 
 # ---------------------------------------------------------------- a login and a password, slashed
