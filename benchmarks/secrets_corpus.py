@@ -736,8 +736,8 @@ CHATTER_TEST_R6 = [
     "Call the helpdesk to reset your PIN.",
 ]
 
-# the seventh held-out set (R7), written after R6's scores were printed, before its misses were read; never tuned on
-TEST = {
+# the seventh held-out set (R7), written after R6's scores were printed, before its misses were read; measured once, then tuned on
+TEST_R7 = {
     "quoted": {
         "en": ["I set the password to \"{p}\" for now", "the vault password is '{p}', don't lose it", "(password: `{p}`)"],
         "zh": ["密码请用“{p}”", "把密码设成'{p}'"],
@@ -827,7 +827,7 @@ TEST = {
         "ru": ["ПИН карты: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R7 = [
     "How do I reset my password?", "Your password must differ from the last five.", "The password field accepts 128 characters.",
     "assert not user.check_password(None)", "password = input('Password: ')", "PASSWORD_MIN_LENGTH = 12",
     "if password is None: continue", "The code expires in 10 minutes.", "Enter the 6-digit code.", "密码需要包含大写字母",
@@ -838,6 +838,112 @@ CHATTER_TEST = [
     "Run psql and it will prompt for the password.", "Use --password-file instead of --password.", "SECRET_KEY must be set in production.",
     "The MAIL_PASSWORD variable is required.", "Passwords are never logged.", "The password is stored as a bcrypt hash.",
     "He typed the wrong PIN three times.", "Don't paste your password into chats.", "The PIN changes every month.",
+]
+
+# the eighth held-out set (R8), written before R7's misses were read; never tuned on
+TEST = {
+    "quoted": {
+        "en": ["here's the password: \"{p}\"", "Password (case sensitive): '{p}'", "the password I gave you, \"{p}\", expired"],
+        "zh": ["登录口令“{p}”", "密码设为\"{p}\"了"],
+        "es": ["te paso la contraseña: \"{p}\"", "contraseña → «{p}»"],
+        "de": ["hier das Passwort: \"{p}\"", "Kennwort (Groß-/Kleinschreibung beachten): '{p}'"],
+        "fr": ["voici le mot de passe : \"{p}\"", "MDP « {p} »"],
+        "pt": ["segue a senha: \"{p}\"", "senha → '{p}'"],
+        "ja": ["パスワードです：「{p}」", "ログインパスワード \"{p}\""],
+        "ko": ["비밀번호 알려드릴게요: \"{p}\"", "로그인 비밀번호 '{p}'"],
+        "ru": ["вот пароль: \"{p}\"", "пароль → «{p}»"],
+    },
+    "copula": {
+        "en": ["ssh password is {p}, don't share", "The login password: {p}", "pass = {p}"],
+        "zh": ["服务器密码就是{p}", "root密码：{p}"],
+        "es": ["la contraseña del servidor es {p}, no la compartas", "clave: {p}"],
+        "de": ["das Serverpasswort ist {p}", "Kennwort: {p}"],
+        "fr": ["le mot de passe du serveur est {p}", "mot de passe: {p}"],
+        "pt": ["a senha do servidor é {p}", "senha: {p}"],
+        "ja": ["サーバーのパスワードは{p}です", "rootのパスワード：{p}"],
+        "ko": ["서버 비밀번호는 {p}입니다", "root 비밀번호: {p}"],
+        "ru": ["пароль от сервера: {p}", "пароль root — {p}"],
+    },
+    "pair": {
+        "en": ["Login: {u}  Password: {p}", "{e} / {p} for the staging site"],
+        "zh": ["用户 {u} 密码 {p}"],
+        "es": ["Usuario: {u} Clave: {p}"],
+        "de": ["Benutzername {u} Passwort {p}"],
+        "fr": ["login : {u} mdp : {p}"],
+        "pt": ["Login: {u} Senha: {p}"],
+        "ja": ["ユーザー: {u} パスワード: {p}"],
+        "ko": ["ID: {u} PW: {p}"],
+        "ru": ["Логин: {u} Пароль: {p}"],
+    },
+    "config": {
+        "en": ["export AWS_SECRET_ACCESS_KEY={p}", "password => '{p}',", "--db-password {p}", "ENV DB_PASSWORD={p}"],
+        "zh": ["Dockerfile 里 ENV DB_PASSWORD={p}"],
+        "es": ["en config.yaml: password: \"{p}\""],
+        "de": ["in .env: API_TOKEN={p}"],
+        "fr": ["dans le .ini : pass = {p}"],
+        "pt": ["no properties: db.password={p}"],
+        "ja": ["config.php の $db_pass = '{p}';"],
+        "ko": ["application.properties: spring.mail.password={p}"],
+        "ru": ["в settings: EMAIL_PASSWORD = \"{p}\""],
+    },
+    "command": {
+        "en": ["mysql -h db -u admin -p'{p}'", "sshpass -p'{p}' rsync -a src/ host:/dst", "PGPASSWORD='{p}' pg_dump app"],
+        "zh": ["命令：redis-cli -a '{p}' info"],
+        "es": ["corre: mysql -uadmin -p{p}"],
+        "de": ["Befehl: curl -u \"ops:{p}\" https://intern"],
+        "fr": ["commande : sshpass -p {p} ssh admin@srv"],
+        "pt": ["comando: docker login --username ci --password {p}"],
+        "ja": ["コマンド: mysql -u root --password='{p}'"],
+        "ko": ["명령어: PGPASSWORD={p} psql -h db"],
+        "ru": ["команда: mysqldump -u root -p{p} shop"],
+    },
+    "uri": {
+        "en": ["REDIS_URL=redis://:{p}@redis:6379/1", "sftp://backup:{p}@backup.internal/"],
+        "zh": ["用 postgresql://admin:{p}@pg:5432/app 连接"],
+        "es": ["cadena: mongodb://usuario:{p}@mongo/app"],
+        "de": ["URL: https://ops:{p}@jenkins.intern/"],
+        "fr": ["URI : mysql://app:{p}@bdd/app"],
+        "pt": ["string de conexão: redis://:{p}@cache:6379"],
+        "ja": ["接続先 amqp://guest:{p}@mq:5672"],
+        "ko": ["연결 문자열: mysql://root:{p}@db:3306/shop"],
+        "ru": ["URL: ftp://user:{p}@ftp.local/"],
+    },
+    "passphrase": {
+        "en": ["my wallet seed: {w}", "passphrase: {w}", "the 12-word recovery phrase is {w}"],
+        "zh": ["助记词如下：{w}"],
+        "es": ["la frase de contraseña es {w}"],
+        "de": ["Passphrase: {w}"],
+        "fr": ["la phrase de passe : {w}"],
+        "pt": ["frase secreta: {w}"],
+        "ja": ["ウォレットのシードフレーズ：{w}"],
+        "ko": ["복구 구문: {w}"],
+        "ru": ["секретная фраза: {w}"],
+    },
+    "pin": {
+        "en": ["the code is {n}", "Your OTP is {n}", "security code: {n}"],
+        "zh": ["短信验证码：{n}", "PIN码是{n}"],
+        "es": ["tu PIN: {n}", "el código de seguridad es {n}"],
+        "de": ["Bestätigungscode: {n}"],
+        "fr": ["votre code de vérification est {n}"],
+        "pt": ["seu PIN é {n}"],
+        "ja": ["PINコードは{n}です"],
+        "ko": ["PIN 번호 {n}"],
+        "ru": ["пин-код {n}"],
+    },
+}
+CHATTER_TEST = [
+    "What's the password policy here?", "The password is case-sensitive.", "Password: (required)",
+    "password_confirmation must match password", "user.password = make_password(raw)", "if (!password) return res.status(400)",
+    "PASSWORD = env('PASSWORD')", "The code is in the README.", "Your OTP is on its way.", "密码不能为空", "验证码错误",
+    "La contraseña no puede estar vacía.", "Introduce el código de seguridad.", "Das Passwort darf nicht leer sein.",
+    "Bestätigungscode ungültig.", "Le mot de passe ne peut pas être vide.", "Code de vérification invalide.",
+    "A senha não pode ficar em branco.", "Código inválido.", "パスワードを入力してください", "PINコードが違います",
+    "비밀번호를 입력해 주세요", "PIN 번호가 틀렸습니다", "Пароль не может быть пустым.", "Неверный пин-код.",
+    "Never share your seed phrase with anyone.", "Your recovery phrase is the key to your wallet.",
+    "Pass --password on the command line only in tests.", "Set DB_PASSWORD in your .env file.",
+    "The mysql client asks for the password with -p.", "Passwords are salted and hashed.", "The password expires in 90 days.",
+    "def reset_password(request):", "The security code is on the back of the card.",
+    "Enter the code shown in your authenticator app.", "The PIN was reset by the bank.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -858,7 +964,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
