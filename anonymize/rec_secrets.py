@@ -180,6 +180,7 @@ _COMMAND = re.compile(
     r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
     r"|(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"
     r"|(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"
+    r"|(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"
     r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
     # a user flag, then a password flag and its value (`mongo -u admin -p X`, `docker login -u deploy -p X`)
     r"|(?<![\w-])-u[ \t]+[^\s\x00-][^\s\x00]*[ \t]+-p[ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
@@ -193,7 +194,7 @@ class CommandPasswords:
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
         if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
-                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo):
+                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
@@ -277,7 +278,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
+    between = (r"(?:['’]s[ \t]+)?[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
@@ -544,11 +545,16 @@ def _far_value(text: str, e: int) -> tuple[int, int] | None:
     skipped = text[e : w.end()].lower().split()
     if len(skipped) >= 2 and skipped[-1].rstrip(":：=") in _PLACE_WORDS:
         return None  # `the password is in 1Password`, `ist im Tresor`: where it is kept
+    last = text[e : w.end()].rstrip(" \t:：=").rsplit(None, 1)
+    if len(skipped) >= 2 and len(last) == 2 and _mixed_random(last[1]) and text[e : w.end()].rstrip(" \t") == text[e : w.end()].rstrip(" \t:：="):
+        ve = e + len(text[e : w.end()].rstrip(" \t"))  # (the words took the value: `temporaire est pKwcjTSeNAB`)
+        return ve - len(last[1]), ve
     v = _VALUE.match(text, w.end())
     if not v:
         return None
     vs, ve = v.start(), _trim(text, v.start(), v.end())
-    if _quoted_password(text[vs:ve]) and not code_value(text, vs, ve) and not (ve < len(text) and text[ve] in "(["):
+    v = text[vs:ve]
+    if (_quoted_password(v) or _mixed_random(v)) and not code_value(text, vs, ve) and not (ve < len(text) and text[ve] in "(["):
         return vs, ve
     return None
 
@@ -605,6 +611,14 @@ def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate
             if _quoted_password(value) and not code_value(text, vs, ve):
                 seen.add(q)
                 out.append(Candidate(vs, ve, SECRET, WEAK, NONE, FOUND))
+
+
+def _mixed_random(v: str) -> bool:
+    """Letters only, typed at random: 8+ of them, the case changing three times or more, no
+    CamelCase name (`pKwcjTSeNAB`, not `TokenCredential`)."""
+    if len(v) < 8 or not v.isascii() or not v.isalpha() or _CAMEL_WORDS.fullmatch(v):
+        return False
+    return sum(a.isupper() != b.isupper() for a, b in zip(v, v[1:])) >= 3
 
 
 def _quoted_password(v: str) -> bool:
@@ -674,10 +688,17 @@ def _trim(text: str, s: int, e: int) -> int:
     return e
 
 
+_LINE_END = re.compile(r"[ \t]*\r?\n[ \t]*")
+
+
 def _password_after(doc: Doc, p: int) -> bool:
-    """A password word in the 40 characters after p, on the same line."""
+    """A password word in the 40 characters after p, on the same line or, where the line ends
+    there, at the start of the next (`username: U` then `password: P`)."""
     scan, _, family, _, _ = _words()
-    window = doc.lo[p : p + 40].split("\n", 1)[0].split("\x00", 1)[0]
+    window = doc.lo[p : p + 40]
+    nl = _LINE_END.match(window)
+    window = window[nl.end() : nl.end() + 12] if nl else window
+    window = window.split("\n", 1)[0].split("\x00", 1)[0]
     return any(family.get(m.group()) in ("password", "passphrase") for m in scan.finditer(window))
 
 
@@ -711,12 +732,29 @@ _SIGN_IN = ("log in", "login", "log-in", "sign in", "sign-in", "logon", "ログ�
             "iniciar sesión", "inicia sesión", "connecter", "connexion", "entrar", "acesse", "войти", "вход", "войди")
 
 
+# `jdoe:P (user:pass)`: a login and a password joined by a colon, on a line that says so
+_COLON_HINT = re.compile(r"(?:user(?:name)?|login|id)[ \t]*:[ \t]*(?:pass(?:word)?|pw|pwd)\b")
+_COLON_PAIR = re.compile(r"(?<![\w.@/:\-])([A-Za-z][A-Za-z0-9._\-]{1,31}):([^\s\x00:/]{4,64})(?=\s|$)")
+
+
 class LoginPairs:
     name = "login pairs"
     kinds = (SECRET,)
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         text = doc.text
+        if ":" in text and (":pass" in doc.lo or ": pass" in doc.lo or ":pw" in doc.lo):
+            for h in _COLON_HINT.finditer(doc.lo):
+                a = text.rfind("\n", 0, h.start()) + 1
+                b = text.find("\n", h.end())
+                b = len(text) if b < 0 else b
+                for m in _COLON_PAIR.finditer(text, a, b):
+                    if h.start() <= m.start() < h.end():
+                        continue
+                    pe = _trim(text, m.start(2), m.end(2))
+                    if _quoted_password(text[m.start(2) : pe]):
+                        out.append(Candidate(m.start(1), m.end(1), SECRET, WEAK, NONE, FOUND))
+                        out.append(Candidate(m.start(2), pe, SECRET, WEAK, NONE, FOUND))
         if "/" not in text or not doc.letters:
             return
         for m in _SLASH_PAIR.finditer(text):
@@ -793,12 +831,29 @@ def credential_name(ident: str) -> bool:
 _PATH_KEY = re.compile(r"[_\-.](?:file|path|dir|filename)$")
 
 
+# an XML element whose name says password/secret/token/key: `<password>X</password>`
+_XML_FIELD = re.compile(r"<([A-Za-z_][\w.\-]{0,40})>([^<>\s\x00]{1,200})</\1>")
+
+
 class ConfigSecrets:
     name = "config lines"
     kinds = (SECRET,)
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         text, lo = doc.text, doc.lo
+        if "</" in text:
+            for m in _XML_FIELD.finditer(text):
+                tag, value = m.group(1), m.group(2)
+                if not credential_name(tag):
+                    continue
+                vs, ve = m.span(2)
+                if placeholder(value) or _PATH_KEY.search(tag.lower()):
+                    check = FAIL
+                elif any(w in tag.lower() for w in _PASSWORD_WORDS) or "secret" in tag.lower():
+                    check = NONE
+                else:
+                    check = PASS if looks_random(value) else NONE if len(value) >= 8 and _quoted_password(value) else FAIL
+                out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
         if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
             return
         for kw in _KV_WORDS:

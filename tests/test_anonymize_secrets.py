@@ -56,6 +56,17 @@ CASES = [
     ("copula", "ko", "비밀번호를 Srhb-z$Q9v로 바꿨어요", ["Srhb-z$Q9v"]),
     ("copula", "zh", "密码改成Violet3620!了", ["Violet3620!"]),
     ("copula", "fr", "le mot de passe wifi c'est mapleriver653", ["mapleriver653"]),
+    # R7's phrasings: a count of seed words, a login then a password on the next line, user:pass
+    # joined by a colon on a line that says so, `'s`, a mixed-case value after two words, an XML
+    # element, Windows' `net use`
+    ("passphrase", "en", "12 words: orbit marble garden north", ["orbit marble garden north"]),
+    ("passphrase", "fr", "mes 12 mots : river marble tiger window", ["river marble tiger window"]),
+    ("pair", "en", "username: m.kowalski70\npassword: Qw3rty51$", ["m.kowalski70", "Qw3rty51$"]),
+    ("pair", "en", "jdoe51:P@ssw0rd56! (user:pass)", ["jdoe51", "P@ssw0rd56!"]),
+    ("copula", "en", "the password's Marble1236$", ["Marble1236$"]),
+    ("copula", "fr", "le mot de passe temporaire est pKwcjTSeNAB", ["pKwcjTSeNAB"]),
+    ("config", "en", "<password>Violet1581#</password>", ["Violet1581#"]),
+    ("command", "en", "net use Z: \\\\srv\\share /user:admin Qw3rty61$", ["Qw3rty61$"]),
     # after a copula, unquoted
     ("copula", "en", "my password is hunter2 for now", ["hunter2"]),
     ("copula", "zh", "我的密码是abc123x", ["abc123x"]),
@@ -187,6 +198,10 @@ UNCHANGED = [
     "Password hashing uses Argon2.",
     "A seed phrase has 12 or 24 words.",
     "Translate these words: cat dog house tree",
+    "<password>${DB_PASSWORD}</password>",
+    "<tokenizer>BertTokenizer</tokenizer>",
+    "the password for JavaScript apps is set in the console",
+    "format user:pass, e.g. in http://host:8080/path",
     "パスワードを忘れました",
     "비밀번호를 잊어버렸어요",
 ]
