@@ -545,10 +545,10 @@ def _far_value(text: str, e: int) -> tuple[int, int] | None:
     skipped = text[e : w.end()].lower().split()
     if len(skipped) >= 2 and skipped[-1].rstrip(":：=") in _PLACE_WORDS:
         return None  # `the password is in 1Password`, `ist im Tresor`: where it is kept
-    last = text[e : w.end()].rstrip(" \t:：=").rsplit(None, 1)
-    if len(skipped) >= 2 and len(last) == 2 and _mixed_random(last[1]) and text[e : w.end()].rstrip(" \t") == text[e : w.end()].rstrip(" \t:：="):
-        ve = e + len(text[e : w.end()].rstrip(" \t"))  # (the words took the value: `temporaire est pKwcjTSeNAB`)
-        return ve - len(last[1]), ve
+    words = text[e : w.end()].rstrip(" \t")
+    last = words.rsplit(None, 1)[-1]
+    if len(skipped) >= 2 and words[-1:] not in ":：=" and _mixed_random(last):
+        return e + len(words) - len(last), e + len(words)  # (the words took the value: `temporaire est pKwcjTSeNAB`)
     v = _VALUE.match(text, w.end())
     if not v:
         return None
@@ -758,7 +758,7 @@ class LoginPairs:
         if "/" not in text or not doc.letters:
             return
         for m in _SLASH_PAIR.finditer(text):
-            u, pw = m.group("u"), m.group("p")
+            u = m.group("u")
             ue = _trim(text, m.start("u"), m.end("u"))
             pe = _trim(text, m.start("p"), m.end("p"))
             pw = text[m.start("p") : pe]
@@ -843,17 +843,9 @@ class ConfigSecrets:
         text, lo = doc.text, doc.lo
         if "</" in text:
             for m in _XML_FIELD.finditer(text):
-                tag, value = m.group(1), m.group(2)
-                if not credential_name(tag):
-                    continue
-                vs, ve = m.span(2)
-                if placeholder(value) or _PATH_KEY.search(tag.lower()):
-                    check = FAIL
-                elif any(w in tag.lower() for w in _PASSWORD_WORDS) or "secret" in tag.lower():
-                    check = NONE
-                else:
-                    check = PASS if looks_random(value) else NONE if len(value) >= 8 and _quoted_password(value) else FAIL
-                out.append(Candidate(vs, ve, SECRET, WEAK, check, FOUND))
+                if credential_name(m.group(1)):
+                    check = _credential_check(m.group(1).lower(), m.group(2), True)
+                    out.append(Candidate(m.start(2), m.end(2), SECRET, WEAK, check, FOUND))
         if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
             return
         for kw in _KV_WORDS:
@@ -878,14 +870,22 @@ class ConfigSecrets:
         if g == 3:
             ve = _trim(text, vs, ve)
         value = text[vs:ve]
-        password = any(w in key for w in _PASSWORD_WORDS) or "secret" in key  # SECRET_KEY = "S3cr3t87!", SECRET=X
-        if placeholder(value) or (g == 3 and code_value(text, vs, ve)) or not value.strip() or _PATH_KEY.search(key.rstrip(" \t\"':=")):
-            check = FAIL  # (`PASSWORD_FILE=/run/secrets/db`: where the secret is, not the secret)
-        elif password:
-            # a password is what it is, quoted or not; unquoted after ` is ` only when it looks typed
-            check = NONE if g != 3 or "=" in key or ":" in key or password_like(value) else FAIL
-        elif looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value:
-            check = PASS  # a key or token: no spaces, and random-looking
-        else:  # or typed like a password (`auth_token: "a%aDB2Z6d"`), not a word or a name of code
-            check = NONE if len(value) >= 8 and _quoted_password(value) else FAIL
+        if g == 3 and code_value(text, vs, ve):
+            check = FAIL
+        else:  # a password unquoted after ` is ` only when it looks typed
+            check = _credential_check(key, value, g != 3 or "=" in key or ":" in key or password_like(value))
         return Candidate(vs, ve, SECRET, WEAK, check, FOUND)
+
+
+def _credential_check(key: str, value: str, typed: bool) -> int:
+    """The validator's word on a value under a credential's name (`key`, lower case): a password
+    (SECRET_KEY = "S3cr3t87!", SECRET=X) is what it is where it stands as typed; a key or token
+    passes when random-looking, or counts when typed like a password (`auth_token: "a%aDB2Z6d"`);
+    a placeholder or a name that says where the secret is (`PASSWORD_FILE=/run/secrets/db`) fails."""
+    if placeholder(value) or not value.strip() or _PATH_KEY.search(key.rstrip(" \t\"':=")):
+        return FAIL
+    if any(w in key for w in _PASSWORD_WORDS) or "secret" in key:
+        return NONE if typed else FAIL
+    if looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value:
+        return PASS
+    return NONE if len(value) >= 8 and _quoted_password(value) else FAIL
