@@ -1,5 +1,5 @@
-"""What a JSON body's keys mean to the scrubber, and the small helpers both of its walks share
-(`Scrubber._collect` for any Python value, `bodywalk.scrub_parsed` for what orjson parsed).
+"""What a JSON body's keys mean to the scrubber, and the small helpers of its walk (bodywalk)
+and of the event-stream reader (sse).
 
 Kept apart from scrubber.py so that bodywalk.py and sse.py need nothing of the Scrubber but its
 public methods, and no module of anonymize/ imports one that imports it back."""

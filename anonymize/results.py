@@ -1,4 +1,4 @@
-"""What scrubbing returns, and what the body walks (bodywalk, sse) need of a scrubber.
+"""What scrubbing returns, and what the body walk (bodywalk) and sse need of a scrubber.
 
 The walks take a `BodyScrubber` rather than the Scrubber class, so they import nothing of
 scrubber.py, which imports them."""
@@ -55,6 +55,8 @@ class BodyScrubber(Protocol):
     def name_value(self, value: str) -> str: ...
 
     def scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]: ...
+
+    def replace_mentions(self, text: str, words: frozenset[str], json_text: bool = False, lo: str | None = None) -> tuple[str, int]: ...
 
     def words_of(self, named: list[str]) -> frozenset[str]: ...
 

@@ -9,20 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import bodywalk, fastjson
-from .bodykeys import (
-    CACHE_MIN_CHARS as _CACHE_MIN_CHARS,
-    ONE_PERSON as _ONE_PERSON,
-    OPENAI_KEEP as _OPENAI_KEEP,
-    OPENAI_MARKER_SET as _OPENAI_MARKER_SET,
-    TOOL_NAME_PARENTS as _TOOL_NAME_PARENTS,
-    is_name_key as _is_name_key,
-    is_secret_key as _is_secret_key,
-    merge_counts as _merge,
-    ordered_counts as _ordered_counts,
-    separators as _separators,
-)
+from .bodykeys import CACHE_MIN_CHARS as _CACHE_MIN_CHARS, merge_counts as _merge, separators as _separators
 from .detectors import PERSON, SECRET, Span, find_spans
-from .names import looks_like_name, lower_same_length, mention_spans, name_words
+from .names import lower_same_length, mention_spans, name_words
 from .keyedhash import KeyedIds
 from .results import Scrubbed, ScrubbedBody, ScrubStats
 from .sse import scrub_sse
@@ -312,37 +301,11 @@ class Scrubber:
         return self.scrub_tree(value, inplace=False)
 
     def scrub_tree(self, value: Any, *, inplace: bool) -> tuple[Any, dict[str, int]]:
-        """scrub_json; with inplace=True (for values this module parsed itself and owns) the
-        containers are reused instead of copied. A name found anywhere in the tree is replaced
-        everywhere in it."""
-        root, counts, _ = self._scrub_tree_names(value, inplace=inplace, propagate=True)
+        """scrub_json; with inplace=True (for values this module parsed itself and owns, of
+        exact JSON types) the containers are reused instead of copied. A name found anywhere in
+        the tree is replaced everywhere in it."""
+        root, counts, _ = bodywalk.scrub_value(self, value if inplace else bodywalk.json_types(value), propagate=True)
         return root, counts
-
-    def _scrub_tree_names(self, value: Any, *, inplace: bool, propagate: bool) -> tuple[Any, dict[str, int], frozenset[str]]:
-        """(the scrubbed value, counts, the name words found in it). With propagate=False the
-        other mentions of those names are left to the caller (scrub_body does it on the encoded
-        text)."""
-        strings: list[str] = []
-        dsts: list[Any] = []
-        keys: list[Any] = []
-        if isinstance(value, (dict, list, tuple)):
-            openai = type(value) is dict and not _OPENAI_MARKER_SET.isdisjoint(value)
-            root, n_secret, order, named = self._collect(value, inplace, openai, strings, dsts, keys)
-        else:
-            root = [value]
-            openai = False
-            _, n_secret, order, named = self._collect(root, True, False, strings, dsts, keys)
-        results = self._resolve(strings, dsts, keys)
-        counts = _ordered_counts(n_secret, order, results)
-        named += [t for t, r in zip(strings, results) if PERSON in r.counts]
-        words = self.words_of(named)
-        if words and propagate:  # a name found anywhere in the body is replaced everywhere in it
-            n = self._propagate(root, openai, words)
-            if n:
-                counts[PERSON] = counts.get(PERSON, 0) + n
-        if not isinstance(value, (dict, list, tuple)):
-            root = root[0]
-        return root, counts, words
 
     def words_of(self, named: list[str]) -> frozenset[str]:
         """The name words found in these original strings of one body."""
@@ -359,162 +322,6 @@ class Scrubber:
         if n:
             counts[PERSON] = counts.get(PERSON, 0) + n
         return out
-
-    def _propagate(self, root: Any, openai: bool, words: frozenset[str]) -> int:
-        """Other mentions of the body's names in its scrubbed strings (protocol fields kept)."""
-        lowered = [w.lower() for w in words]
-        n = 0
-        stack: list[tuple[Any, Any]] = [(root, None)]
-        while stack:
-            node, key = stack.pop()
-            items = node.items() if type(node) is dict else enumerate(node)
-            for k, v in items:
-                kk = k if type(node) is dict else key
-                if type(v) is str:
-                    if openai and type(kk) is str and kk in _OPENAI_KEEP:
-                        continue
-                    lo = lower_same_length(v)
-                    if not any(w in lo for w in lowered):
-                        continue
-                    new, c = self.replace_mentions(v, words, False, lo)
-                    if c:
-                        node[k] = new
-                        n += c
-                elif type(v) is dict or type(v) is list:
-                    stack.append((v, kk))
-        return n
-
-    def _resolve(self, strings: list[str], dsts: list[Any], keys: list[Any]) -> list[Scrubbed]:
-        """Scrub the queued strings (one scan for all) and write each result where it goes."""
-        results = self.scrub_many(strings) if strings else []
-        for dst, k, r in zip(dsts, keys, results):
-            dst[k] = r.text
-        return results
-
-    def _collect(
-        self, value: Any, inplace: bool, openai: bool,
-        strings: list[str], dsts: list[Any], keys: list[Any],
-    ) -> tuple[Any, int, list[Any], list[str]]:
-        """Walk a container (iteratively, so any nesting depth works): strings seen before get
-        their cached result on the spot, the others are appended to `strings` with where they go
-        (`dsts`, `keys`) for one scan later. Returns (the scrubbed copy, or `value` itself when inplace; the number of values under
-        credential-like keys; the counts in the order of the strings, each a cache hit's counts
-        or the index of a queued string, so the merged counts keep one order however the cache
-        is filled; the original strings in which a name was found without a scan, cache hits and
-        values under name keys). bodywalk.scrub_parsed is the same walk for values orjson parsed."""
-        order: list[Any] = []
-        n_secret = 0
-        named: list[str] = []  # original strings in which a name was found (cache hits, name keys)
-        whole_get = self._whole.get
-        cmin = self._cache_min
-        hits = 0
-
-        def handle(dst: Any, k: Any, v: Any, key: Any, parent: Any) -> None:
-            """One non-container value under `key` (a dict key, or the key of the enclosing list)."""
-            nonlocal n_secret
-            if isinstance(v, str):
-                if type(key) is str:
-                    if openai and (key in _OPENAI_KEEP or (key == "name" and parent in _TOOL_NAME_PARENTS)):
-                        dst[k] = v
-                        return
-                    if v and _is_secret_key(key):
-                        n_secret += 1
-                        dst[k] = self._subs.substitute(SECRET, v)
-                        return
-                    if _is_name_key(key) and looks_like_name(v):
-                        named.append(v)
-                        order.append(_ONE_PERSON)
-                        dst[k] = self.name_value(v)
-                        return
-                order.append(len(strings))
-                dsts.append(dst)
-                keys.append(k)
-                strings.append(v)
-            elif v is None or type(v) in (bool, int, float):
-                pass
-            else:
-                # not JSON (bytes, dates, objects): never passed through; its text is scrubbed
-                v = v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
-                order.append(len(strings))
-                dsts.append(dst)
-                keys.append(k)
-                strings.append(v)
-            dst[k] = v
-
-        if inplace and type(value) is not tuple:
-            root: Any = value
-        else:
-            root = {} if isinstance(value, dict) else [None] * len(value)  # tuples become lists
-        # (source container, its copy, its key, the key of its parent)
-        stack: list[tuple[Any, Any, Any, Any]] = [(value, root, None, None)]
-        pop, push = stack.pop, stack.append
-        keep = _OPENAI_KEEP
-        secret_memo = _is_secret_key.memo
-        while stack:
-            src, dst, key, parent = pop()
-            if isinstance(src, dict):
-                for k, v in src.items():
-                    t = type(v)
-                    if t is str:
-                        dst[k] = v
-                        if openai and (k in keep or (k == "name" and key in _TOOL_NAME_PARENTS)):
-                            continue
-                        sk = secret_memo.get(k)
-                        if sk is None:
-                            sk = _is_secret_key(k)
-                        if sk and v:
-                            n_secret += 1
-                            dst[k] = self._subs.substitute(SECRET, v)
-                            continue
-                        if _is_name_key(k) and looks_like_name(v):
-                            named.append(v)
-                            order.append(_ONE_PERSON)
-                            dst[k] = self.name_value(v)
-                            continue
-                        if len(v) >= cmin:
-                            # seen before (an earlier turn of the conversation, a shared
-                            # system prompt): the cached result, without queueing it
-                            hit = whole_get(v)
-                            if hit is not None:
-                                hits += 1
-                                dst[k] = hit.text
-                                if hit.counts:
-                                    order.append(hit.counts)
-                                    if PERSON in hit.counts:
-                                        named.append(v)
-                                continue
-                        order.append(len(strings))
-                        dsts.append(dst)
-                        keys.append(k)
-                        strings.append(v)
-                    elif t is dict or (t is not list and isinstance(v, dict)):
-                        child: Any = v if inplace else {}
-                        dst[k] = child
-                        push((v, child, k, key))
-                    elif t is list or isinstance(v, (list, tuple)):
-                        child = v if inplace and t is list else [None] * len(v)
-                        dst[k] = child
-                        push((v, child, k, key))
-                    elif v is None or t is int or t is float or t is bool:
-                        dst[k] = v
-                    else:
-                        handle(dst, k, v, k, key)
-            else:
-                for i, v in enumerate(src):
-                    t = type(v)
-                    if t is dict or (t is not list and isinstance(v, dict)):
-                        child = v if inplace else {}
-                        dst[i] = child
-                        push((v, child, key, parent))
-                    elif t is list or isinstance(v, (list, tuple)):
-                        child = v if inplace and t is list else [None] * len(v)
-                        dst[i] = child
-                        push((v, child, key, parent))
-                    else:
-                        # list items inherit the key of their list (e.g. "stop": ["..."])
-                        handle(dst, i, v, key, parent)
-        self.stats.cache_hits += hits
-        return root, n_secret, order, named
 
     # ------------------------------------------------------------ bodies
     def scrub_body(self, body: bytes, content_type: str | None = None) -> ScrubbedBody:
@@ -568,7 +375,7 @@ class Scrubber:
                     error = _join(error, "body is not valid JSON; scrubbed as text")
             else:
                 try:
-                    scrubbed, counts, words = self._scrub_tree_names(value, inplace=True, propagate=False)
+                    scrubbed, counts, words = bodywalk.scrub_value(self, value, propagate=False)
                     out = self.propagate_json(_encoder(_separators(text)).encode(scrubbed), words, counts)
                     return ScrubbedBody(out, counts, True, error)
                 except RecursionError:
@@ -583,7 +390,7 @@ class Scrubber:
         ok, value = fastjson.loads(data)
         if not ok:
             return None
-        done = bodywalk.scrub_parsed(self, value, separators)
+        done = bodywalk.encode_parsed(self, value, separators)
         return None if done is None else ScrubbedBody(done[0], done[1], True, error)
 
     # ------------------------------------------------------------ headers

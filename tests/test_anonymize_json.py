@@ -358,3 +358,28 @@ def test_scrub_body_leaves_the_collector_as_it_found_it(scrubber, monkeypatch):
         assert seen[-1] is False and not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_in_place_walk_scrubs_values_of_no_json_type(scrubber):
+    """scrub_tree(inplace=True) is for values of exact JSON types, but one that slipped in (a
+    tuple, bytes, a dict subclass) is scrubbed through its JSON copy, never passed through."""
+    from collections import OrderedDict
+
+    value = {"a": ("call 13812345678", 5), "b": [b"mail a@b.co"], "c": OrderedDict(x="Dr. John Smith here")}
+    out, counts = scrubber.scrub_tree(value, inplace=True)
+    text = json.dumps(out)
+    assert "13812345678" not in text and "a@b.co" not in text and "John Smith" not in text
+    assert out["a"][1] == 5 and counts["email"] == 1 and counts["cn_mobile"] == 1
+
+
+def test_names_propagate_in_a_tree_but_not_into_protocol_fields(scrubber):
+    """A name found in one string is replaced in every other string of the tree, except the
+    protocol fields an OpenAI body keeps (a tool's name among them)."""
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "My name is Henrik Nakamura."}, {"role": "user", "content": "nakamura again"}],
+        "tools": [{"type": "function", "function": {"name": "Nakamura", "parameters": {}}}],
+    }
+    out, counts = scrubber.scrub_json(body)
+    assert "Nakamura" not in out["messages"][0]["content"] and "nakamura" not in out["messages"][1]["content"]
+    assert out["tools"][0]["function"]["name"] == "Nakamura" and counts["person"] >= 2
