@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 import faker.providers.person as _person
+from faker.providers.address.en import Provider as _EnAddress
+from faker.providers.address.en_US import Provider as _UsAddress
 from faker.providers.address.zh_CN import Provider as _ZhAddress
 from faker.providers.person.en_US import Provider as _En
 from faker.providers.person.zh_CN import Provider as _Zh
@@ -102,13 +104,16 @@ ENGLISH_PROPER: frozenset[str] = _words("english_proper_nouns.txt.gz")
 COMMON_TOKENS_N = 100_000
 
 
-def _common_tokens() -> frozenset[str]:
+def _common_tokens(n: int) -> frozenset[str]:
     from wordfreq import top_n_list
 
-    return frozenset(top_n_list("en", COMMON_TOKENS_N))
+    return frozenset(top_n_list("en", n))
 
 
-COMMON_TOKENS: frozenset[str] = _common_tokens()
+COMMON_TOKENS: frozenset[str] = _common_tokens(COMMON_TOKENS_N)
+# The 2,000 most frequent (made, add, use, company): a sentence that starts with one capitalised
+# starts with a word, whatever name lists hold it.
+COMMON_WORDS: frozenset[str] = _common_tokens(2_000)
 
 
 @functools.cache
@@ -235,6 +240,14 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
     Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun""".split()
 )
+
+# Countries (Faker's English list, a parenthesis dropped: "Bouvet Island") and the US states: a
+# run that is one of them is a place (Costa Rica, San Marino), and a one-word one counts as a
+# name only beside another name (Montenegro, Kenya), as NOT_PERSON_WORDS do.
+PLACES_EN: frozenset[str] = frozenset(
+    re.sub(r"\s*\(.*?\)", "", c).strip() for c in _EnAddress.countries
+) | frozenset(_UsAddress.states) | frozenset(("North Macedonia", "Czechia", "Eswatini"))
+NOT_PERSON_WORDS = NOT_PERSON_WORDS | frozenset(p for p in PLACES_EN if " " not in p)
 
 
 # ---------------------------------------------------------------- Japanese and Korean names

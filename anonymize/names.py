@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 
 from .gazetteer import (
-    COMMON_TOKENS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
-    NOT_PERSON_WORDS, TITLES, german_words,
+    COMMON_TOKENS, COMMON_WORDS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
+    NOT_PERSON_WORDS, PLACES_EN, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk, is_hangul, latin_letters, unspaced_name_char
 from .names_ja import (
@@ -59,6 +59,8 @@ _RUN = re.compile(
 _PIECE = re.compile(r"\S+")
 _GLUED_BEFORE = frozenset("_-.@/\\#$%&*+=|~^`")
 _STREET_WORDS = frozenset("Dr Rd St Ave Blvd Ln Ct Pl Hwy Pkwy Drive Road Street Avenue Boulevard Lane Court Place Way".split())
+_STREET_NAMES = frozenset("Street Avenue Road Boulevard".split())  # (Lane, Court, Way are surnames too)
+_HOUSE_NUMBER = re.compile(r"\d+[A-Za-z]?,?[ \t]+$")
 _STREET_AFTER = re.compile(r"[ \t]+(?:Dr|Rd|St|Ave|Blvd|Ln|Ct|Pl|Hwy|Pkwy)\b\.?(?![ \t]+[A-Z][a-z])")
 _INITIAL = re.compile("[" + _UP + r"]\.?$")
 NAME_PARTICLES = frozenset(_PARTICLES.split("|"))  # van, de, bin: inside names
@@ -159,6 +161,54 @@ _CONTEXT_WORDS = frozenset(
 _PRONOUNS = frozenset("Sie Ihr Ihre Ihren Ihrem Ihrer Ihnen Du Dich Dir Dein Deine Euch Euer Eure Er Es".split())
 
 
+# English word formation: a word in no list made of English words is a term, no one's name
+# (`Unencoded`, `Backported`, `Deprecations`, `Pythonic`, `Lookahead`, `Keepsafe`, `Makefile`).
+# Prefixes and suffixes that surnames seldom start or end with (not de-, re-, -er, -es).
+_EN_PREFIXES = ("un", "non", "pre", "back", "sub", "over", "under", "multi", "auto", "dis", "mis", "inter", "super", "micro")
+_EN_SUFFIXES = ("ed", "ing", "able", "ible", "ic", "ly", "ness", "ment", "ful", "less", "ity", "ize", "ise", "ized", "ised")
+
+
+def _english_stem(x: str) -> bool:
+    """x is an English word, or one with a suffix (`s` after a stem of seven letters or more)."""
+    if x in ENGLISH_WORDS:
+        return True
+    if x.endswith("s") and len(x) >= 8 and x[:-1] in ENGLISH_WORDS:
+        return True
+    for suf in _EN_SUFFIXES:
+        if x.endswith(suf) and len(x) - len(suf) >= 4:
+            stem = x[: -len(suf)]
+            if stem in ENGLISH_WORDS or stem + "e" in ENGLISH_WORDS:
+                return True
+    return False
+
+
+def english_compound(w: str) -> bool:
+    """`w` (one capitalised word in no name list) is English word formation: a word with an
+    English suffix, an English prefix before a word, or two common English words of four
+    letters or more (keep+safe; Bergstrand, Copeland would be too, but they are listed names)."""
+    low = w.lower()
+    if not low.isalpha():
+        return False
+    if _english_stem(low):
+        return True
+    for pre in _EN_PREFIXES:
+        if low.startswith(pre) and len(low) - len(pre) >= 4 and _english_stem(low[len(pre):]):
+            return True
+    if low.endswith(_PLACE_ENDINGS):
+        return False
+    for i in range(4, len(low) - 3):
+        a, b = low[:i], low[i:]
+        if a in ENGLISH_WORDS and a in COMMON_TOKENS and b in COMMON_TOKENS and _english_stem(b):
+            return True
+    return False
+
+
+# how English surnames made of words end (toponyms: Willshire, Blackwood, Ashford)
+_PLACE_ENDINGS = tuple(
+    "shire ford field wood land worth well stone brook hill dale more wick ridge bury borough berg burg stein mann "
+    "water house hall burn croft gate mont ville ington cliff combe mere moor thorpe grove wall side".split())
+
+
 def _classify(w: str) -> tuple[bool, bool, bool, bool]:
     hit = _CLASS.get(w)
     if hit is not None:
@@ -168,7 +218,7 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         parts = [p for p in w.split("-") if p]
         first = w in NAME_FIRST or all(p in NAME_FIRST for p in parts)
         last = w in NAME_LAST or any(p in NAME_LAST for p in parts) or (
-            len(parts) > 1 and not any(p.lower() in ENGLISH_WORDS for p in parts)
+            len(parts) > 1 and not any(p.lower() in ENGLISH_WORDS or len(p) >= 18 for p in parts)
         )
         word = all(p.lower() in ENGLISH_WORDS for p in parts)
     else:
@@ -185,7 +235,7 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
     # too (Whitfield), so it counts beside a first name, but not alone
     # (and no word of 18 letters or more: `Wiederherstellungsphrase` is a compound noun, no surname)
     rare = (not (first or last or word) and len(w) >= 3 and w not in ENGLISH_PROPER
-            and not any(p.lower() in COMMON_TOKENS or len(p) >= 18 for p in w.split("-")))
+            and not any(p.lower() in COMMON_TOKENS or len(p) >= 18 or english_compound(p) for p in w.split("-")))
     res = (first, last, word, rare)
     if len(_CLASS) < 200_000:
         _CLASS[w] = res
@@ -379,6 +429,9 @@ def _latin(text: str, out: list[Span]) -> None:
                 break  # Alex de Grunt: a particle's word is a surname, whatever else it is
             street = street or words[-1][2] in _STREET_WORDS
             words.pop()
+        if len(words) > 1 and (words[-1][2] in _STREET_NAMES or (
+                words[-1][2] in _STREET_WORDS and _HOUSE_NUMBER.search(text, max(0, words[0][0] - 8), words[0][0]))):
+            street = True  # Franklin Street; 12 Baker Lane
         if not words or street or _STREET_AFTER.match(text, m.end()):
             continue  # 12 Cheriton Dr, Baker Street: a street, not a person
         # a plain word inside ("Carla And Sandra" in a title-cased line) splits the run
@@ -422,6 +475,32 @@ def _written_lower(text: str, s: int, e: int) -> bool:
     return False
 
 
+_IDENT_EDGE = frozenset("./_-`=:[")
+
+
+def _written_as_identifier(text: str, s: int, e: int) -> bool:
+    """The string holding text[s:e] writes this word in lower case as an identifier too: in a
+    path or a URL, a module, an option (`Textualize/rich`, `rich.print`, `-m rich`, `import
+    rich`); so a capitalised "Rich" there names the thing, not a person (within 4,000
+    characters and its own string)."""
+    low = text[s:e].lower()
+    lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
+    a = text.rfind("\x00", lo_bound, s) + 1 or lo_bound
+    b = text.find("\x00", e, hi_bound)
+    b = hi_bound if b < 0 else b
+    i = text.find(low, a, b)
+    while i != -1:
+        j = i + len(low)
+        if (i == a or not text[i - 1].isalpha()) and (j == b or not text[j].isalpha()):
+            before = text[i - 1] if i > a else ""
+            after = text[j] if j < b else ""
+            if (before in _IDENT_EDGE and before) or (after in _IDENT_EDGE and after and after not in ".:") or (
+                    after in ".:" and j + 1 < b and text[j + 1].isalnum()) or text.endswith(("import ", "install "), a, i):
+                return True
+        i = text.find(low, j, b)
+    return False
+
+
 def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
@@ -438,6 +517,8 @@ _FUNCTION_WORDS = frozenset(
 
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
+    if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
+        return
     if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and text[e + 1].islower():
         return
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
@@ -464,6 +545,13 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
               or (not german and all(not (w[3][0] or w[3][1] or w[3][2]) for w in named)))  # Kimiko Hoshino: no words
         if not ok and (first[0] or first[1]) and (prev in _WEAK_CUES or (german and prev in _GERMAN_CUES)):
             ok = True
+        elif (ok and first[2] and len(named) == 2 and not (last[0] or last[1] or last[2]) and _sentence_start(text, s)
+              and named[0][2].lower() in COMMON_WORDS and named[0][2] not in EN_FIRST):
+            # `Add Cython optimization`, `Made Cython line tracing`: a word that starts a sentence
+            # and a rare word are a name only where something says a person follows
+            nxt = _NEXT_WORD.match(text, e)
+            ok = prev in _WEAK_CUES or text.startswith(("'s", "\u2019s", ","), e) or (
+                nxt is not None and (nxt.group(1) in _PERSON_VERBS or nxt.group(1) in _POST_CUES or nxt.group(1).endswith("ed")))
     else:
         c = first
         # a surname that is a word too, with an initial before it or a first name after it (J. Smith,
@@ -486,6 +574,8 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
             ok = prev in _STRONG_CUES or post or listed or _kin_before(text, s) or (german and prev in _GERMAN_CUES) or (
                 not german and _capital_mid_sentence(text, s) and text[s:e] not in NOT_PERSON_WORDS and not code.at(s)
                 and not _written_lower(text, s, e))
+            if ok and not listed and not _kin_before(text, s) and _written_as_identifier(text, s, e):
+                return  # `powered by Rich` where the text has `import rich`
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
             ok = prev in _NAMING_CUES or _kin_before(text, s)
             if c[3] and not ok and (prev in _THING_CUES or _written_lower(text, s, e)):
@@ -710,7 +800,7 @@ def name_words(name: str) -> list[str]:
     out = []
     for w in name.replace("\u00a0", " ").split():
         w = w.rstrip(".,")
-        if len(w) >= 2 and w.lower() not in _TITLE_WORDS and w not in NAME_PARTICLES:
+        if len(w) >= 2 and w.lower() not in _TITLE_WORDS and w.lower() not in NAME_PARTICLES:
             out.append(w)
     return out
 

