@@ -247,7 +247,23 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
 PLACES_EN: frozenset[str] = frozenset(
     re.sub(r"\s*\(.*?\)", "", c).strip() for c in _EnAddress.countries
 ) | frozenset(_UsAddress.states) | frozenset(("North Macedonia", "Czechia", "Eswatini"))
-NOT_PERSON_WORDS = NOT_PERSON_WORDS | frozenset(p for p in PLACES_EN if " " not in p)
+
+
+def _demonyms(places: frozenset[str]) -> frozenset[str]:
+    """The adjectives and nouns English makes of one-word place names (Austria -> Austrian,
+    Kenya -> Kenyan, Czechia -> Czech, Nepal -> Nepali), where SCOWL has them as proper nouns."""
+    out = set()
+    for p in places:
+        if " " in p:
+            continue
+        for d in (p + "n", p[:-1] + "an", p[:-1] + "ian", p + "ian", p + "ese", p[:-1] + "ese", p + "i",
+                  p[:-2] if p.endswith("ia") else ""):
+            if d in ENGLISH_PROPER and d not in NAME_FIRST:  # (not Roman, a given name too)
+                out.add(d)
+    return frozenset(out)
+
+
+NOT_PERSON_WORDS = NOT_PERSON_WORDS | frozenset(p for p in PLACES_EN if " " not in p) | _demonyms(PLACES_EN)
 
 
 # ---------------------------------------------------------------- Japanese and Korean names

