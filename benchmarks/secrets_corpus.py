@@ -841,7 +841,7 @@ CHATTER_TEST_R7 = [
 ]
 
 # the eighth held-out set (R8), written before R7's misses were read; never tuned on
-TEST = {
+TEST_R8 = {
     "quoted": {
         "en": ["here's the password: \"{p}\"", "Password (case sensitive): '{p}'", "the password I gave you, \"{p}\", expired"],
         "zh": ["登录口令“{p}”", "密码设为\"{p}\"了"],
@@ -931,7 +931,7 @@ TEST = {
         "ru": ["пин-код {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R8 = [
     "What's the password policy here?", "The password is case-sensitive.", "Password: (required)",
     "password_confirmation must match password", "user.password = make_password(raw)", "if (!password) return res.status(400)",
     "PASSWORD = env('PASSWORD')", "The code is in the README.", "Your OTP is on its way.", "密码不能为空", "验证码错误",
@@ -944,6 +944,115 @@ CHATTER_TEST = [
     "The mysql client asks for the password with -p.", "Passwords are salted and hashed.", "The password expires in 90 days.",
     "def reset_password(request):", "The security code is on the back of the card.",
     "Enter the code shown in your authenticator app.", "The PIN was reset by the bank.",
+]
+
+# R9: written before R8's misses were read (R8 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["pw is `{p}` btw", "try the password '{p}' again", "Password was reset to \"{p}\" by IT"],
+        "zh": ["新密码：‘{p}’", "把密码改成了「{p}」"],
+        "es": ["prueba con la contraseña '{p}'", "la contraseña nueva: `{p}`"],
+        "de": ["probier mal das Passwort '{p}'", "neues Passwort: `{p}`"],
+        "fr": ["essaie le mot de passe '{p}'", "nouveau mot de passe : `{p}`"],
+        "pt": ["tenta a senha '{p}'", "nova senha: `{p}`"],
+        "ja": ["新しいパスワード『{p}』", "パスワードを「{p}」に変更しました"],
+        "ko": ["새 비밀번호 \"{p}\"", "비밀번호를 '{p}'(으)로 바꿨어요"],
+        "ru": ["новый пароль: `{p}`", "попробуй пароль '{p}'"],
+    },
+    "copula": {
+        "en": ["the admin pw: {p}", "password for the router is now {p}", "temp password {p} (change on first login)"],
+        "zh": ["wifi密码{p}", "初始密码为{p}，请尽快修改"],
+        "es": ["la clave del wifi es {p}", "contraseña temporal {p} (cámbiala al entrar)"],
+        "de": ["WLAN-Passwort ist {p}", "vorläufiges Passwort {p} (bitte ändern)"],
+        "fr": ["le code wifi c'est {p}", "mot de passe provisoire {p} (à changer)"],
+        "pt": ["a senha do wifi é {p}", "senha provisória {p} (troque no primeiro acesso)"],
+        "ja": ["Wi-Fiのパスワードは{p}", "仮パスワード：{p}（初回ログイン時に変更）"],
+        "ko": ["와이파이 비번 {p}", "임시 비밀번호는 {p} 입니다"],
+        "ru": ["пароль от wifi {p}", "временный пароль {p} (смените при входе)"],
+    },
+    "pair": {
+        "en": ["user={u} pass={p}", "creds: {u}/{p}"],
+        "zh": ["账号：{u}，密码：{p}"],
+        "es": ["usuario {u} y contraseña {p}"],
+        "de": ["User: {u} / PW: {p}"],
+        "fr": ["identifiant {u}, mot de passe {p}"],
+        "pt": ["usuário {u} e senha {p}"],
+        "ja": ["ID：{u}　PW：{p}"],
+        "ko": ["아이디 {u} 비번 {p}"],
+        "ru": ["логин {u}, пароль {p}"],
+    },
+    "config": {
+        "en": ["\"password\": \"{p}\",", "db_password: '{p}'  # prod", "set DB_PASS={p}", "spring.datasource.password={p}"],
+        "zh": ["配置文件里写的 redis.password={p}"],
+        "es": ["en el .env: MYSQL_ROOT_PASSWORD={p}"],
+        "de": ["docker-compose: POSTGRES_PASSWORD: {p}"],
+        "fr": ["dans wp-config.php : define('DB_PASSWORD', '{p}');"],
+        "pt": ["no secrets.toml: password = \"{p}\""],
+        "ja": [".envに SMTP_PASSWORD={p} と書いてあります"],
+        "ko": ["settings.py 에 SECRET_KEY = '{p}'"],
+        "ru": ["в конфиге: \"api_token\": \"{p}\""],
+    },
+    "command": {
+        "en": ["htpasswd -b .htpasswd admin {p}", "git clone https://deploy:{p}@git.internal/app.git",
+               "echo '{p}' | docker login -u ci --password-stdin"],
+        "zh": ["运行 mysql -uroot -p'{p}' -e 'show databases'"],
+        "es": ["ejecuta: sshpass -p '{p}' scp backup.tar admin@srv:/tmp"],
+        "de": ["Befehl: smbclient //nas/share -U admin%{p}"],
+        "fr": ["lance : redis-cli -h cache -a {p}"],
+        "pt": ["rode: mongo -u admin -p '{p}' --authenticationDatabase admin"],
+        "ja": ["実行: htpasswd -b /etc/nginx/.htpasswd admin {p}"],
+        "ko": ["실행: net user admin {p} /add"],
+        "ru": ["выполни: openssl pkcs12 -in cert.p12 -passin pass:{p}"],
+    },
+    "uri": {
+        "en": ["DATABASE_URL=\"postgres://app:{p}@10.0.0.5/app\"", "amqps://worker:{p}@rabbit.prod:5671"],
+        "zh": ["数据库地址 mysql://root:{p}@127.0.0.1:3306"],
+        "es": ["usa redis://default:{p}@redis.interno:6379"],
+        "de": ["Verbindung: mongodb+srv://admin:{p}@cluster0.example.net"],
+        "fr": ["lien : https://admin:{p}@grafana.local"],
+        "pt": ["URL do banco: postgresql://user:{p}@db:5432/prod"],
+        "ja": ["接続URL：redis://:{p}@cache:6379/0"],
+        "ko": ["DB 주소 postgres://admin:{p}@db.local/app"],
+        "ru": ["строка подключения: amqp://admin:{p}@rabbit/"],
+    },
+    "passphrase": {
+        "en": ["recovery words: {w}", "BIP39 mnemonic = {w}", "the passphrase we agreed on: {w}"],
+        "zh": ["钱包恢复短语是 {w}"],
+        "es": ["palabras de recuperación: {w}"],
+        "de": ["Wiederherstellungswörter: {w}"],
+        "fr": ["mots de récupération : {w}"],
+        "pt": ["palavras de recuperação: {w}"],
+        "ja": ["復元フレーズは {w} です"],
+        "ko": ["시드 문구는 {w}"],
+        "ru": ["фраза восстановления — {w}"],
+    },
+    "pin": {
+        "en": ["door code {n}", "Use {n} to verify your account", "one-time passcode: {n}"],
+        "zh": ["门禁密码{n}", "动态码 {n}，5分钟内有效"],
+        "es": ["código de acceso {n}", "tu código de un solo uso es {n}"],
+        "de": ["Türcode {n}"],
+        "fr": ["code de la porte : {n}"],
+        "pt": ["código de acesso: {n}"],
+        "ja": ["認証コード：{n}"],
+        "ko": ["인증번호 [{n}]"],
+        "ru": ["код подтверждения: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "How do I change my wifi password?", "The temp password expires after first login.", "password=\"\" is not allowed",
+    "Forgot your PIN? Tap here.", "We never ask for your password by email.", "Type `passwd` to change it.",
+    "spring.datasource.password must be set", "POSTGRES_PASSWORD is required by the image.",
+    "The recovery phrase is 12 or 24 words.", "Enter the 6-digit code.", "新密码不能与旧密码相同", "动态码已发送",
+    "La nueva contraseña no puede ser igual a la anterior.", "El código de acceso caducó.",
+    "Das neue Passwort muss sich vom alten unterscheiden.", "Der Türcode wurde geändert.",
+    "Le nouveau mot de passe doit être différent.", "Le code de la porte a changé.",
+    "A nova senha deve ser diferente da anterior.", "O código de acesso expirou.",
+    "新しいパスワードは古いものと違う必要があります", "認証コードが送信されました", "새 비밀번호는 이전과 달라야 합니다",
+    "인증번호가 발송되었습니다", "Новый пароль должен отличаться от старого.", "Код подтверждения отправлен.",
+    "Use htpasswd to create the password file.", "docker login reads the password from stdin.",
+    "Set the BIP39 passphrase in the wallet settings.", "\"password\": null,", "git clone over https asks for a password",
+    "The router password is printed on the label.", "Call IT if your temp password doesn't work.",
+    "Passwords must not contain your username.", "OTP codes are valid for five minutes.", "The door code changes monthly.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -964,7 +1073,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
