@@ -180,7 +180,7 @@ class UrlPasswords:
 
 
 _COMMAND = re.compile(
-    r"(?:(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>[^\s\x00\"'`]+)"
+    r"(?:(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"
     r"|(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"
     r"|(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"
     r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
@@ -188,6 +188,9 @@ _COMMAND = re.compile(
     r"|(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"
     r"|(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"
     r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
+    # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
+    r"|(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
+    r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"
     # a user flag, then a password flag and its value (`mongo -u admin -p X`, `docker login -u deploy -p X`)
     r"|(?<![\w-])-u[ \t]+[^\s\x00-][^\s\x00]*[ \t]+-p[ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
 )
@@ -200,7 +203,8 @@ class CommandPasswords:
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
         if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
-                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo):
+                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo
+                or ("--" in lo and ("pass" in lo or "pwd" in lo))):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
@@ -208,7 +212,7 @@ class CommandPasswords:
                 v = m.group(g).strip("'\"")
                 s = m.start(g) + (m.group(g).find(v) if v else 0)
                 # `-u admin -p to be asked`, `-u root -p prompts for it`: a flag with no value, then prose
-                short = g == "up" and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
+                short = g in ("up", "lopt") and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
                 out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or short or placeholder(v) else NONE))
 
 
@@ -284,7 +288,8 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"(?:['’]s[ \t]+)?[ \t\u00a0\u3000]*(?:[:：=\-–—][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
+    between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[A-Za-z][A-Za-z0-9_.]{0,15}(?=[ \t]*[:：=–—]))?"
+               r"[ \t\u00a0\u3000]*(?:[:：=\-–—→][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
@@ -292,7 +297,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
 
 # up to two short words between a secret word and a quoted value: `password for root 'X'`,
 # `password was "X"`, `密码是“X”`, `비밀번호는 'X'`
-_TO_QUOTE = re.compile(r"[ \t\u00a0\u3000:：=\-–—,]*(?:[^\W\d_]{1,12}[ \t\u00a0\u3000:：=]*){0,2}?(?<![A-Za-z0-9])(?=[" + re.escape(_OPEN) + "])")  # (not the `'` of `c'est`)
+_TO_QUOTE = re.compile(r"[ \t\u00a0\u3000:：=\-–—,>→⇒]*(?:[^\W\d_]{1,12}[ \t\u00a0\u3000:：=]*){0,2}?(?<![A-Za-z0-9])(?=[" + re.escape(_OPEN) + "])")  # (not the `'` of `c'est`)
 _LETTER_BEFORE = re.compile(r"[^\W\d_]")
 _WORD_CHAR = re.compile(r"[\w]")
 
@@ -485,6 +490,8 @@ class DeclaredSecrets:
         if not v:
             return
         vs, ve = v.start(), _trim(text, v.start(), v.end())
+        if text[vs] == "-":  # `docker login --username ci`: a command's flag, not a login
+            return
         if text[vs].isascii():  # `IDはjdoe30でパスワードは...`: a typed login ends where the CJK text resumes
             k = next((i for i in range(vs, ve) if not _typed(text[i])), ve)
             ve = _trim(text, vs, k)
@@ -711,7 +718,7 @@ def _password_after(doc: Doc, p: int) -> bool:
 # a wallet's seed words: `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는
 # ...`: words of a list (no function word among them) after a colon or copula that follows a word
 # for what they restore (data/context-seed.txt) and a word for words or a phrase
-_SEED_HEAD = ("phrase", "words", "word", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
+_SEED_HEAD = ("phrase", "words", "word", "seed", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
               "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
 _SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
                             r"|是|为|為|は|는|은)[ \t]*")

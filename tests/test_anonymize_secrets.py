@@ -154,6 +154,16 @@ CASES = [
     ("passphrase", "zh", "密语是 orbit stone marble river", ["orbit stone marble river"]),
     ("pin", "zh", "我的PIN码是338905", ["338905"]),
     ("pin", "ru", "мой ПИН 723071", ["723071"]),
+    # R8's phrasings (benchmarks/secrets_corpus.py)
+    ("quoted", "pt", "senha → 'unDTcexb'", ["unDTcexb"]),
+    ("quoted", "ru", "пароль → «nPkjkoqaA»", ["nPkjkoqaA"]),
+    ("copula", "ru", "пароль root — N3wrTu+?k$", ["N3wrTu+?k$"]),
+    ("config", "en", "--db-password -T@W&z#wDhXM2W+", ["-T@W&z#wDhXM2W+"]),
+    ("command", "en", "mysql -h db -u admin -p'PpL_dTnMj'", ["PpL_dTnMj"]),
+    ("command", "pt", "comando: docker login --username ci --password maplegarden387", ["maplegarden387"]),
+    ("passphrase", "en", "my wallet seed: marble north tiger orbit", ["marble north tiger orbit"]),
+    ("passphrase", "zh", "助记词如下：cloud stone lantern copper", ["cloud stone lantern copper"]),
+    ("pin", "ja", "PINコードは808995です", ["808995"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -204,6 +214,9 @@ UNCHANGED = [
     "format user:pass, e.g. in http://host:8080/path",
     "パスワードを忘れました",
     "비밀번호를 잊어버렸어요",
+    "Pass --password on the command line only in tests.",
+    "run it with --password $DB_PASS", "--db-password -v", "the random seed: 42",
+    "docker login --username ci",
 ]
 
 
