@@ -947,7 +947,7 @@ CHATTER_TEST_R8 = [
 ]
 
 # R9: written before R8's misses were read (R8 joined dev then); measured once.
-TEST = {
+TEST_R9 = {
     "quoted": {
         "en": ["pw is `{p}` btw", "try the password '{p}' again", "Password was reset to \"{p}\" by IT"],
         "zh": ["新密码：‘{p}’", "把密码改成了「{p}」"],
@@ -1038,7 +1038,7 @@ TEST = {
         "ru": ["код подтверждения: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R9 = [
     "How do I change my wifi password?", "The temp password expires after first login.", "password=\"\" is not allowed",
     "Forgot your PIN? Tap here.", "We never ask for your password by email.", "Type `passwd` to change it.",
     "spring.datasource.password must be set", "POSTGRES_PASSWORD is required by the image.",
@@ -1053,6 +1053,111 @@ CHATTER_TEST = [
     "Set the BIP39 passphrase in the wallet settings.", "\"password\": null,", "git clone over https asks for a password",
     "The router password is printed on the label.", "Call IT if your temp password doesn't work.",
     "Passwords must not contain your username.", "OTP codes are valid for five minutes.", "The door code changes monthly.",
+]
+
+# R10: written before R9's misses were read (R9 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["Use \"{p}\" as the password", "password ('{p}') works again", "set the password to `{p}` for now"],
+        "zh": ["密码改好了：\"{p}\"", "你试试“{p}”这个密码"],
+        "es": ["usa \"{p}\" como contraseña", "contraseña (ojo, mayúsculas): '{p}'"],
+        "de": ["nimm \"{p}\" als Passwort", "Passwort lautet jetzt '{p}'"],
+        "fr": ["utilise \"{p}\" comme mot de passe", "mdp: '{p}'"],
+        "pt": ["usa \"{p}\" como senha", "a senha agora é '{p}'"],
+        "ja": ["パスワードは'{p}'でお願いします", "「{p}」をパスワードに設定しました"],
+        "ko": ["비밀번호로 \"{p}\" 쓰세요", "비번 '{p}'"],
+        "ru": ["используй \"{p}\" как пароль", "пароль теперь '{p}'"],
+    },
+    "copula": {
+        "en": ["new password {p}", "Password changed to {p}", "pwd={p}"],
+        "zh": ["密码改成{p}了", "新密码 {p}"],
+        "es": ["nueva contraseña {p}", "la clave ahora es {p}"],
+        "de": ["neues Kennwort {p}", "das Passwort ist jetzt {p}"],
+        "fr": ["nouveau mdp {p}", "le mot de passe est maintenant {p}"],
+        "pt": ["senha nova {p}", "a senha mudou para {p}"],
+        "ja": ["パスワード変更後：{p}", "新パスワード {p}"],
+        "ko": ["새 비번 {p}", "비밀번호 변경됨: {p}"],
+        "ru": ["новый пароль {p}", "пароль сменил на {p}"],
+    },
+    "pair": {
+        "en": ["{e} pw {p}", "login {u} / pass {p} (staging)"],
+        "zh": ["帐号{u} 密码{p}"],
+        "es": ["{e} contraseña {p}"],
+        "de": ["Zugang: {u} / {p}"],
+        "fr": ["compte {u} mdp {p}"],
+        "pt": ["acesso: {u} / {p}"],
+        "ja": ["アカウント {u} パスワード {p}"],
+        "ko": ["계정 {u} / 비밀번호 {p}"],
+        "ru": ["учётка {u} / {p}"],
+    },
+    "config": {
+        "en": ["SMTP_PASS={p}", "  password: {p}", "auth_token = \"{p}\"", "<add key=\"Password\" value=\"{p}\" />"],
+        "zh": ["docker run -e MYSQL_PASSWORD={p} mysql"],
+        "es": ["variable de entorno DB_PASSWD={p}"],
+        "de": ["Eintrag in ~/.pgpass: db:5432:app:app:{p}"],
+        "fr": ["fichier .env : REDIS_PASSWORD={p}"],
+        "pt": ["application.yml: password: {p}"],
+        "ja": ["docker-compose.yml の MYSQL_ROOT_PASSWORD: {p}"],
+        "ko": [".env 파일: JWT_SECRET={p}"],
+        "ru": ["переменная ADMIN_PASSWORD={p}"],
+    },
+    "command": {
+        "en": ["mysqladmin -u root password {p}", "sudo -u postgres psql -c \"ALTER USER app PASSWORD '{p}';\"",
+               "wget --user=admin --password={p} https://intern/file"],
+        "zh": ["执行 echo 'root:{p}' | chpasswd"],
+        "es": ["ejecuta: mysql -u root --password={p} -e 'select 1'"],
+        "de": ["Befehl: ldapsearch -x -D cn=admin -w {p}"],
+        "fr": ["commande : curl --user admin:{p} https://api.local"],
+        "pt": ["rode: sqlcmd -S db -U sa -P {p}"],
+        "ja": ["実行: sqlcmd -S db -U sa -P '{p}'"],
+        "ko": ["실행: echo 'root:{p}' | chpasswd"],
+        "ru": ["выполни: ssh-keygen -p -N '{p}' -f ~/.ssh/id_rsa"],
+    },
+    "uri": {
+        "en": ["jdbc:mysql://db:3306/app?user=app&password={p}", "https://user:{p}@proxy.corp:3128"],
+        "zh": ["代理地址 http://proxy:{p}@10.1.1.1:8080"],
+        "es": ["ftp://anonimo:{p}@ftp.ejemplo.es"],
+        "de": ["smb://admin:{p}@nas/share"],
+        "fr": ["ldap://admin:{p}@ldap.local"],
+        "pt": ["mysql://root:{p}@localhost/loja"],
+        "ja": ["プロキシ http://user:{p}@proxy:8080"],
+        "ko": ["mongodb://root:{p}@mongo:27017"],
+        "ru": ["подключение postgres://postgres:{p}@localhost"],
+    },
+    "passphrase": {
+        "en": ["seed phrase (keep offline): {w}", "Mnemonic: {w}", "ssh key passphrase is '{w}'"],
+        "zh": ["钱包种子：{w}"],
+        "es": ["la semilla es: {w}"],
+        "de": ["Seed-Phrase: {w}"],
+        "fr": ["phrase de récupération = {w}"],
+        "pt": ["frase semente: {w}"],
+        "ja": ["シードは {w}"],
+        "ko": ["니모닉: {w}"],
+        "ru": ["мнемоника: {w}"],
+    },
+    "pin": {
+        "en": ["verification code {n}", "my PIN's {n}", "gate code is {n}"],
+        "zh": ["取件码{n}", "验证码是{n}，请勿泄露"],
+        "es": ["PIN de la tarjeta: {n}"],
+        "de": ["die PIN lautet {n}"],
+        "fr": ["code PIN {n}"],
+        "pt": ["código de verificação {n}"],
+        "ja": ["暗証番号は{n}"],
+        "ko": ["PIN: {n}"],
+        "ru": ["ПИН-код: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Use a password with at least one digit.", "New password must differ from the old one.", "pwd= is empty in the config",
+    "Password changed successfully.", "SMTP_PASS is read from the environment.", "auth_token = None",
+    "<add key=\"Password\" value=\"\" />", "mysqladmin can set the root password.", "ALTER USER needs a PASSWORD clause.",
+    "chpasswd reads user:password pairs.", "ldapsearch -W prompts for the password.", "jdbc URLs can carry a password parameter.",
+    "Keep your seed phrase offline.", "What is a mnemonic phrase?", "The verification code was sent.", "My PIN's expired.",
+    "The gate code is posted at the entrance.", "密码修改成功", "请设置新密码", "Contraseña cambiada correctamente.",
+    "Introduce tu PIN.", "Passwort erfolgreich geändert.", "Die PIN ist gesperrt.", "Mot de passe modifié.",
+    "Saisissez votre code PIN.", "Senha alterada com sucesso.", "Digite o código de verificação.", "パスワードを変更しました",
+    "暗証番号を入力してください", "비밀번호가 변경되었습니다", "PIN을 입력하세요", "Пароль изменён.", "Введите ПИН-код.",
+    "Password resets are logged.", "The password hint is 'favourite pet'.", "sudo asks for your password once.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1073,7 +1178,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
