@@ -186,6 +186,8 @@ _COMMAND = re.compile(
     r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
     r"|(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"
     r"|(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"
+    r"|(?<![\w-])echo[ \t]+(?P<q2>[\"']?)(?P<stdin>[^\s\x00\"'|]{3,})(?P=q2)[ \t]*\|[^\n\x00]*?--password-stdin"
+    r"|(?<![\w-])net[ \t]+user[ \t]+[^\s\x00/]+[ \t]+(?P<netuser>[^\s\x00/*][^\s\x00]*)"
     r"|(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"
     r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
     # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
@@ -204,7 +206,7 @@ class CommandPasswords:
         lo = doc.lo
         if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
                 or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo
-                or ("--" in lo and ("pass" in lo or "pwd" in lo))):
+                or ("--" in lo and ("pass" in lo or "pwd" in lo)) or "net user" in lo):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
@@ -225,6 +227,10 @@ _OPEN = "".join(_QUOTES)
 _VALUE = re.compile(r"[^\s\x00\"'`“”«»「」『』，。；、！？（）()<>\[\]{}]+")
 _TRAIL = ".,;:!?)"
 _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
+_CLOSING_AFTER = re.compile(r"\d{4,8}[\])）】]")
+# a one-time code before what it is for: `Use 469070 to verify your account`, `469070 is your code`
+_CODE_FOR = re.compile(r"(?<![\w.,:/\-])(\d{4,8})(?![\w.,:/\-])[ \t]+(?:is[ \t]+your(?:[ \t]+[A-Za-z]+){0,2}[ \t]+(?:code|pin|otp|passcode)\b"
+                       r"|to[ \t]+(?:verify|confirm|sign[ \t]in|log[ \t]in|activate|complete)\b)", re.IGNORECASE)
 _PAIR_SEP = re.compile(r"[ \t]*(?:/|:|\||,)[ \t]*")
 
 
@@ -291,6 +297,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[A-Za-z][A-Za-z0-9_.]{0,15}(?=[ \t]*[:：=–—]))?"
                r"[ \t\u00a0\u3000]*(?:[:：=\-–—→][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
+               + r"(?:[ \t]+(?:now|jetzt|nun|ahora|maintenant|agora|теперь|сейчас))?"  # `is now X`
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
 
@@ -321,6 +328,9 @@ class DeclaredSecrets:
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         scan, between, family, _, stems = _words()
         text, lo = doc.text, doc.lo
+        if " to " in lo or " is your" in lo:
+            for m in _CODE_FOR.finditer(text):
+                out.append(Candidate(m.start(1), m.end(1), SECRET, WEAK, NONE, FOUND))
         # the scan runs only where a phrase's first four characters stand (str.find is far faster
         # than a regular-expression scan of the whole text)
         starts = _starts(stems, lo)
@@ -361,6 +371,8 @@ class DeclaredSecrets:
             if p >= n:
                 continue
             if fam == "pin":
+                if p < n and text[p] in "[(（【" and _CLOSING_AFTER.match(text, p + 1):
+                    p += 1  # `인증번호 [420096]`
                 d = _DIGITS_CODE.match(text, p)
                 if phrase in _BARE_CODE:  # `Use code 675783`: a one-time code's six or more digits, right after
                     if not d:  # or after a few words and a colon: `Code zur Anmeldung: 147504`
@@ -380,6 +392,11 @@ class DeclaredSecrets:
                 continue
             if fam == "passphrase" and text[e:p].strip():
                 self._phrase(text, p, out)
+                continue
+            if fam == "passphrase":  # `the passphrase we agreed on: w w w w`: a few words, then a colon
+                w = _SKIP_WORDS.match(text, e)
+                if w and text[e : w.end()].rstrip()[-1:] in ":：":
+                    self._phrase(text, w.end(), out)
                 continue
             if fam == "username":
                 self._login(doc, p, out)
@@ -499,7 +516,8 @@ class DeclaredSecrets:
             text[vs:ve].isalpha() and text[vs:ve].lower() in ENGLISH_WORDS and text[vs:ve].lower() not in _LOGIN_WORDS):
             return
         pair = _PAIR_SEP.match(text, ve)
-        if pair and text[ve : pair.end()].strip() == "/":
+        if pair and text[ve : pair.end()].strip() == "/" and not (text[ve] in " \t" and text[pair.end() - 1] == "/"):
+            # (not `net user guest /active:no`: a space before the slash and none after is a switch)
             w = _VALUE.match(text, pair.end())
             if w:
                 ws, we = w.start(), _trim(text, w.start(), w.end())
@@ -580,7 +598,7 @@ _NOT_PHRASE_START = frozenset(
 
 
 # function words of a clause, which a passphrase of chosen words does not hold: `asked at boot`
-_PROSE_WORDS = frozenset("at the a an to in on of for with by from is are was be it this that".split())
+_PROSE_WORDS = frozenset("at the a an to in on of for with by from is are was be it this that or and words characters letters digits".split())
 
 
 def _compound(text: str, s: int) -> bool:
@@ -629,8 +647,8 @@ def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate
 def _mixed_random(v: str) -> bool:
     """Letters only, typed at random: 8+ of them, the case changing three times or more, no
     CamelCase name (`pKwcjTSeNAB`, not `TokenCredential`)."""
-    if len(v) < 8 or not v.isascii() or not v.isalpha() or _CAMEL_WORDS.fullmatch(v):
-        return False
+    if len(v) < 8 or not v.isascii() or not v.replace("_", "").replace("-", "").isalpha() or _CAMEL_WORDS.fullmatch(v):
+        return False  # (letters, perhaps with `_` or `-` between: `fCjQ_NRGTF`)
     return sum(a.isupper() != b.isupper() for a, b in zip(v, v[1:])) >= 3
 
 
@@ -741,7 +759,8 @@ def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
 _SLASH_PAIR = re.compile(
     r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)[ \t]*[:=][ \t]*)?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
     r"(?:(?P<pl>p|pw|pwd|pass)[ \t]*[:=][ \t]*)?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
-_SIGN_IN = ("log in", "login", "log-in", "sign in", "sign-in", "logon", "ログイン", "로그인", "登录", "登入", "登錄", "anmelden", "einloggen",
+_SIGN_IN = ("creds", "credentials", "credenciales", "credenciais", "identifiants", "zugangsdaten", "учетные данные", "учётные данные",
+            "認証情報", "계정 정보", "凭据", "憑據", "log in", "login", "log-in", "sign in", "sign-in", "logon", "ログイン", "로그인", "登录", "登入", "登錄", "anmelden", "einloggen",
             "iniciar sesión", "inicia sesión", "connecter", "connexion", "entrar", "acesse", "войти", "вход", "войди")
 
 
@@ -775,7 +794,7 @@ class LoginPairs:
             ue = _trim(text, m.start("u"), m.end("u"))
             pe = _trim(text, m.start("p"), m.end("p"))
             pw = text[m.start("p") : pe]
-            if not _quoted_password(pw) or code_value(text, m.start("p"), pe):
+            if not (_quoted_password(pw) or _mixed_random(pw)) or code_value(text, m.start("p"), pe):
                 continue
             if not (m.group("ul") and m.group("pl")):  # bare: a login's shape, and a word of logging in on the line
                 if not (any(c.isdigit() or c in "._-" for c in u) and u.lower() not in ENGLISH_WORDS):
@@ -844,6 +863,10 @@ def credential_name(ident: str) -> bool:
 _PATH_KEY = re.compile(r"[_\-.](?:file|path|dir|filename)$")
 
 
+# a call that sets a quoted credential name to a quoted value: `define('DB_PASSWORD', 'X')`,
+# `setenv("API_TOKEN", "X")` (not a lookup's default: `.get("password", "")`, `getenv`)
+_CALL_PAIR = re.compile(r"""([A-Za-z_][\w.]*)?\([ \t]*(['"])([A-Za-z_][\w.]{0,39})\2[ \t]*,[ \t]*(['"])([^'"\n\x00]{4,200})\4[ \t]*[),]""")
+_LOOKUPS = ("get", "getattr", "pop", "getenv", "get_secret", "getpass", "input")
 # an XML element whose name says password/secret/token/key: `<password>X</password>`
 _XML_FIELD = re.compile(r"<([A-Za-z_][\w.\-]{0,40})>([^<>\s\x00]{1,200})</\1>")
 
@@ -859,6 +882,12 @@ class ConfigSecrets:
                 if credential_name(m.group(1)):
                     check = _credential_check(m.group(1).lower(), m.group(2), True)
                     out.append(Candidate(m.start(2), m.end(2), SECRET, WEAK, check, FOUND))
+        if "(" in text and "," in text:
+            for m in _CALL_PAIR.finditer(text):
+                fn = (m.group(1) or "").rsplit(".", 1)[-1].lower()
+                if credential_name(m.group(3)) and fn not in _LOOKUPS:
+                    check = _credential_check(m.group(3).lower(), m.group(5), True)
+                    out.append(Candidate(m.start(5), m.end(5), SECRET, WEAK, check, FOUND))
         if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
             return
         for kw in _KV_WORDS:

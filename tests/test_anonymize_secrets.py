@@ -164,6 +164,18 @@ CASES = [
     ("passphrase", "en", "my wallet seed: marble north tiger orbit", ["marble north tiger orbit"]),
     ("passphrase", "zh", "助记词如下：cloud stone lantern copper", ["cloud stone lantern copper"]),
     ("pin", "ja", "PINコードは808995です", ["808995"]),
+    # R9's phrasings
+    ("copula", "en", "password for the router is now coppernorth544", ["coppernorth544"]),
+    ("copula", "es", "contraseña temporal fCjQ_NRGTF (cámbiala al entrar)", ["fCjQ_NRGTF"]),
+    ("copula", "fr", "le code wifi c'est Tiger3908@", ["Tiger3908@"]),
+    ("pair", "en", "creds: jdoe87/snuSBWQgMS", ["jdoe87", "snuSBWQgMS"]),
+    ("config", "fr", "dans wp-config.php : define('DB_PASSWORD', 'Tr0ub4dor48#');", ["Tr0ub4dor48#"]),
+    ("command", "en", "echo 'e_9cMMK!g' | docker login -u ci --password-stdin", ["e_9cMMK!g"]),
+    ("command", "ko", "실행: net user admin ohc5WNZxaTTk /add", ["ohc5WNZxaTTk"]),
+    ("passphrase", "en", "the passphrase we agreed on: quiet maple marble paper", ["quiet maple marble paper"]),
+    ("pin", "en", "Use 469070 to verify your account", ["469070"]),
+    ("pin", "en", "469070 is your Acme login code", ["469070"]),
+    ("pin", "ko", "인증번호 [420096]", ["420096"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -217,6 +229,8 @@ UNCHANGED = [
     "Pass --password on the command line only in tests.",
     "run it with --password $DB_PASS", "--db-password -v", "the random seed: 42",
     "docker login --username ci",
+    "The recovery phrase is 12 or 24 words.", 'x = os.environ.get("PASSWORD", "default")', "net user admin * /add",
+    "net user guest /active:no", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
 ]
 
 
