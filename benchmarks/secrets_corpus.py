@@ -1056,7 +1056,7 @@ CHATTER_TEST_R9 = [
 ]
 
 # R10: written before R9's misses were read (R9 joined dev then); measured once.
-TEST = {
+TEST_R10 = {
     "quoted": {
         "en": ["Use \"{p}\" as the password", "password ('{p}') works again", "set the password to `{p}` for now"],
         "zh": ["密码改好了：\"{p}\"", "你试试“{p}”这个密码"],
@@ -1147,7 +1147,7 @@ TEST = {
         "ru": ["ПИН-код: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R10 = [
     "Use a password with at least one digit.", "New password must differ from the old one.", "pwd= is empty in the config",
     "Password changed successfully.", "SMTP_PASS is read from the environment.", "auth_token = None",
     "<add key=\"Password\" value=\"\" />", "mysqladmin can set the root password.", "ALTER USER needs a PASSWORD clause.",
@@ -1158,6 +1158,114 @@ CHATTER_TEST = [
     "Saisissez votre code PIN.", "Senha alterada com sucesso.", "Digite o código de verificação.", "パスワードを変更しました",
     "暗証番号を入力してください", "비밀번호가 변경되었습니다", "PIN을 입력하세요", "Пароль изменён.", "Введите ПИН-код.",
     "Password resets are logged.", "The password hint is 'favourite pet'.", "sudo asks for your password once.",
+]
+
+# R11: written before R10's misses were read (R10 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["the vault password, \"{p}\", is also on the sticky note", "can you try '{p}' as the admin password?",
+               "Password: `{p}` (expires Friday)"],
+        "zh": ["管理员密码：“{p}”（周五过期）", "试一下密码\"{p}\"能不能登录"],
+        "es": ["¿puedes probar '{p}' como contraseña del admin?", "Contraseña: `{p}` (caduca el viernes)"],
+        "de": ["kannst du '{p}' als Admin-Passwort probieren?", "Passwort: `{p}` (läuft Freitag ab)"],
+        "fr": ["tu peux tester '{p}' comme mot de passe admin ?", "Mot de passe : `{p}` (expire vendredi)"],
+        "pt": ["pode testar '{p}' como senha do admin?", "Senha: `{p}` (expira sexta)"],
+        "ja": ["管理者パスワード「{p}」で入れますか？", "パスワード：`{p}`（金曜に失効）"],
+        "ko": ["관리자 비밀번호 '{p}'로 들어가지나요?", "비밀번호: `{p}` (금요일 만료)"],
+        "ru": ["можешь попробовать '{p}' как пароль админа?", "Пароль: `{p}` (истекает в пятницу)"],
+    },
+    "copula": {
+        "en": ["ok the password's {p}", "Admin password -> {p}", "guest wifi: SSID Office, password {p}"],
+        "zh": ["管理员的密码是{p}吧", "访客wifi密码 {p}"],
+        "es": ["la contraseña del admin: {p}", "wifi de invitados, contraseña {p}"],
+        "de": ["Admin-Passwort -> {p}", "Gäste-WLAN, Passwort {p}"],
+        "fr": ["mdp admin -> {p}", "wifi invités, mot de passe {p}"],
+        "pt": ["senha do admin -> {p}", "wifi de visitantes, senha {p}"],
+        "ja": ["管理者のパスワードは {p} だよ", "ゲストWi-Fi パスワード {p}"],
+        "ko": ["관리자 비번은 {p}", "게스트 와이파이 비밀번호 {p}"],
+        "ru": ["пароль админа -> {p}", "гостевой wifi, пароль {p}"],
+    },
+    "pair": {
+        "en": ["username: {u}\npassword: {p}", "{u} | {p} (prod db)"],
+        "zh": ["用户名：{u}\n密码：{p}"],
+        "es": ["usuario: {u}\ncontraseña: {p}"],
+        "de": ["Benutzer: {u}\nPasswort: {p}"],
+        "fr": ["utilisateur : {u}\nmot de passe : {p}"],
+        "pt": ["usuário: {u}\nsenha: {p}"],
+        "ja": ["ユーザー名：{u}\nパスワード：{p}"],
+        "ko": ["사용자: {u}\n비밀번호: {p}"],
+        "ru": ["пользователь: {u}\nпароль: {p}"],
+    },
+    "config": {
+        "en": ["DB_PASSWORD=\"{p}\" # do not commit", "secrets:\n  db_password: {p}", "\"adminPassword\": \"{p}\"",
+               "password={p}"],
+        "zh": ["yaml 里 admin_password: {p}"],
+        "es": ["en docker-compose: - POSTGRES_PASSWORD={p}"],
+        "de": ["in der config.json: \"apiToken\": \"{p}\""],
+        "fr": ["variable : export DB_PASS='{p}'"],
+        "pt": ["no .env: SECRET_KEY={p}"],
+        "ja": ["terraform.tfvars に db_password = \"{p}\""],
+        "ko": ["k8s secret: password: {p}"],
+        "ru": ["в .env: REDIS_PASSWORD={p}"],
+    },
+    "command": {
+        "en": ["mysql -uroot -p{p} -e 'show databases'", "psql 'host=db user=app password={p} dbname=app'",
+               "curl -H 'Authorization: Basic {p}' https://api"],
+        "zh": ["运行 sshpass -p {p} ssh root@10.0.0.2"],
+        "es": ["ejecuta: redis-cli -a {p} ping"],
+        "de": ["Befehl: mysql -u admin -p{p} shop"],
+        "fr": ["commande : PGPASSWORD={p} psql -U app"],
+        "pt": ["rode: htpasswd -b .htpasswd admin {p}"],
+        "ja": ["実行: sshpass -p '{p}' ssh admin@srv"],
+        "ko": ["실행: mysql -u root -p{p}"],
+        "ru": ["выполни: redis-cli -a '{p}' info"],
+    },
+    "uri": {
+        "en": ["postgres://admin:{p}@db.prod:5432/app?sslmode=require", "git remote add origin https://bot:{p}@git.corp/app.git"],
+        "zh": ["连接串 redis://:{p}@10.0.0.3:6379"],
+        "es": ["URL: mysql://app:{p}@db:3306/app"],
+        "de": ["mongodb://admin:{p}@mongo:27017/?authSource=admin"],
+        "fr": ["amqp://user:{p}@rabbit:5672/"],
+        "pt": ["https://deploy:{p}@registry.local"],
+        "ja": ["postgresql://app:{p}@db/app"],
+        "ko": ["redis://default:{p}@cache:6379"],
+        "ru": ["mysql://root:{p}@127.0.0.1/app"],
+    },
+    "passphrase": {
+        "en": ["12 words: {w}", "the recovery phrase - {w}", "GPG passphrase: {w}"],
+        "zh": ["恢复词：{w}"],
+        "es": ["frase de recuperación - {w}"],
+        "de": ["Wiederherstellungsphrase - {w}"],
+        "fr": ["phrase de passe GPG : {w}"],
+        "pt": ["frase de recuperação - {w}"],
+        "ja": ["リカバリーフレーズ：{w}"],
+        "ko": ["복구 문구 - {w}"],
+        "ru": ["фраза для восстановления: {w}"],
+    },
+    "pin": {
+        "en": ["PIN {n}", "your code: {n}", "the lockbox code is {n}"],
+        "zh": ["验证码{n}", "密码箱密码 {n}"],
+        "es": ["PIN {n}", "tu código: {n}"],
+        "de": ["PIN {n}"],
+        "fr": ["ton code : {n}"],
+        "pt": ["PIN {n}"],
+        "ja": ["確認コード {n}"],
+        "ko": ["인증 코드: {n}"],
+        "ru": ["код: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "The vault password is on the sticky note.", "Can you reset the admin password?", "Password expires Friday.",
+    "The guest wifi has no password.", "username and password must not match", "db_password is read from the vault",
+    "\"adminPassword\": \"\",", "password={password}", "mysql -p asks for the password", "psql reads PGPASSWORD",
+    "Basic auth sends the password base64-encoded.", "git asks for a password over https", "12 words are enough.",
+    "GPG asks for the passphrase.", "Enter your PIN.", "Your code has expired.", "The lockbox is by the door.",
+    "管理员密码已过期", "访客wifi没有密码", "La contraseña del admin caducó.", "El wifi de invitados no tiene contraseña.",
+    "Das Admin-Passwort ist abgelaufen.", "Das Gäste-WLAN hat kein Passwort.", "Le mot de passe admin a expiré.",
+    "Le wifi invités n'a pas de mot de passe.", "A senha do admin expirou.", "O wifi de visitantes não tem senha.",
+    "管理者パスワードの期限が切れました", "ゲストWi-Fiにはパスワードがありません", "관리자 비밀번호가 만료되었습니다",
+    "게스트 와이파이는 비밀번호가 없습니다", "Пароль админа истёк.", "У гостевого wifi нет пароля.",
+    "The recovery phrase must stay offline.", "PIN codes are four to six digits.", "Ask IT for the password.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1178,7 +1286,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
