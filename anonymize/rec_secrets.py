@@ -193,8 +193,13 @@ _COMMAND = re.compile(
     # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
     r"|(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
     r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"
-    # a user flag, then a password flag and its value (`mongo -u admin -p X`, `docker login -u deploy -p X`)
-    r"|(?<![\w-])-u[ \t]+[^\s\x00-][^\s\x00]*[ \t]+-p[ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
+    # `echo 'root:X' | chpasswd`; `ssh-keygen -p -N X`
+    r"|(?P<cq>[\"']?)[\w.\-]+:(?P<chp>[^\s\x00\"':]{3,})(?P=cq)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"
+    r"|(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<sshn>[^\s\x00]+)"
+    # a user flag (or a bind DN), flags between, then a password flag and its value (`mongo -u admin
+    # -p X`, `sqlcmd -S db -U sa -P X`, `ldapsearch -x -D cn=admin -w X`)
+    r"|(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
+    r"[ \t]+-[pPw][ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
 )
 
 
@@ -206,7 +211,8 @@ class CommandPasswords:
         lo = doc.lo
         if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
                 or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo
-                or ("--" in lo and ("pass" in lo or "pwd" in lo)) or "net user" in lo):
+                or ("--" in lo and ("pass" in lo or "pwd" in lo)) or "net user" in lo or " -p" in lo or " -w " in lo
+                or "chpasswd" in lo or "ssh-keygen" in lo):
             return
         for m in _COMMAND.finditer(doc.text):
             g = m.lastgroup
@@ -295,6 +301,9 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
     between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[A-Za-z][A-Za-z0-9_.]{0,15}(?=[ \t]*[:：=–—]))?"
+               r"(?:[ \t]*\([^()\n\x00]{1,30}\))?"  # `seed phrase (keep offline): ...`
+               # `パスワード変更後：X`, `비밀번호 변경됨: X`: a short CJK word, a colon, a typed value
+               r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~]))?"
                r"[ \t\u00a0\u3000]*(?:[:：=\-–—→][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
                + alternation(copulas)
                + r"(?:[ \t]+(?:now|jetzt|nun|ahora|maintenant|agora|теперь|сейчас))?"  # `is now X`
@@ -361,6 +370,9 @@ class DeclaredSecrets:
             if fam != "username":
                 near.append((s, e, fam))
             q = _TO_QUOTE.match(text, e)
+            nxt = text[e : e + 16].split(None, 1)
+            if nxt and nxt[0].lower().strip(":：") in _COMPOUND_NEXT:
+                q = None  # `the password hint is 'favourite pet'`: a thing about the password
             if q and q.end() - e <= 24 and "\n" not in text[e : q.end()]:
                 self._quoted(doc, q.end(), fam, out)
                 continue
@@ -736,7 +748,7 @@ def _password_after(doc: Doc, p: int) -> bool:
 # a wallet's seed words: `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는
 # ...`: words of a list (no function word among them) after a colon or copula that follows a word
 # for what they restore (data/context-seed.txt) and a word for words or a phrase
-_SEED_HEAD = ("phrase", "words", "word", "seed", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
+_SEED_HEAD = ("phrase", "words", "word", "seed", "semilla", "semente", "мнемоник", "シード", "种子", "種子", "니모닉", "시드", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
               "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
 _SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
                             r"|是|为|為|は|는|은)[ \t]*")
@@ -757,9 +769,10 @@ def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
 # `u: jdoe / p: X`, `user=jdoe / pass=X`; or bare, `jdoe81 / X`, with a word of logging in on its
 # line (`jdoe81 / X でログインしてください`, `sign in with ops-bot9 / X`)
 _SLASH_PAIR = re.compile(
-    r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)[ \t]*[:=][ \t]*)?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
-    r"(?:(?P<pl>p|pw|pwd|pass)[ \t]*[:=][ \t]*)?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
-_SIGN_IN = ("creds", "credentials", "credenciales", "credenciais", "identifiants", "zugangsdaten", "учетные данные", "учётные данные",
+    r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
+    r"(?:(?P<pl>p|pw|pwd|pass)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
+_SIGN_IN = ("creds", "credentials", "zugang", "acesso", "acceso", "accès", "учётка", "учетка", "доступ", "account", "konto", "compte",
+            "conta", "cuenta", "аккаунт", "アカウント", "계정", "账户", "帐户", "帳戶", "credenciales", "credenciais", "identifiants", "zugangsdaten", "учетные данные", "учётные данные",
             "認証情報", "계정 정보", "凭据", "憑據", "log in", "login", "log-in", "sign in", "sign-in", "logon", "ログイン", "로그인", "登录", "登入", "登錄", "anmelden", "einloggen",
             "iniciar sesión", "inicia sesión", "connecter", "connexion", "entrar", "acesse", "войти", "вход", "войди")
 
@@ -866,6 +879,7 @@ _PATH_KEY = re.compile(r"[_\-.](?:file|path|dir|filename)$")
 # a call that sets a quoted credential name to a quoted value: `define('DB_PASSWORD', 'X')`,
 # `setenv("API_TOKEN", "X")` (not a lookup's default: `.get("password", "")`, `getenv`)
 _CALL_PAIR = re.compile(r"""([A-Za-z_][\w.]*)?\([ \t]*(['"])([A-Za-z_][\w.]{0,39})\2[ \t]*,[ \t]*(['"])([^'"\n\x00]{4,200})\4[ \t]*[),]""")
+_PGPASS = re.compile(r"(?<![\w.:/\-])[\w.\-*]+:(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s\x00]+)")  # host:port:db:user:password
 _LOOKUPS = ("get", "getattr", "pop", "getenv", "get_secret", "getpass", "input")
 # an XML element whose name says password/secret/token/key: `<password>X</password>`
 _XML_FIELD = re.compile(r"<([A-Za-z_][\w.\-]{0,40})>([^<>\s\x00]{1,200})</\1>")
@@ -882,6 +896,9 @@ class ConfigSecrets:
                 if credential_name(m.group(1)):
                     check = _credential_check(m.group(1).lower(), m.group(2), True)
                     out.append(Candidate(m.start(2), m.end(2), SECRET, WEAK, check, FOUND))
+        if "pgpass" in lo:
+            for m in _PGPASS.finditer(text):
+                out.append(Candidate(m.start(1), _trim(text, m.start(1), m.end(1)), SECRET, WEAK, NONE, FOUND))
         if "(" in text and "," in text:
             for m in _CALL_PAIR.finditer(text):
                 fn = (m.group(1) or "").rsplit(".", 1)[-1].lower()

@@ -176,6 +176,24 @@ CASES = [
     ("pin", "en", "Use 469070 to verify your account", ["469070"]),
     ("pin", "en", "469070 is your Acme login code", ["469070"]),
     ("pin", "ko", "인증번호 [420096]", ["420096"]),
+    # R10's phrasings
+    ("command", "ja", "実行: sqlcmd -S db -U sa -P 'Cv4fFQo.u'", ["Cv4fFQo.u"]),
+    ("command", "de", "Befehl: ldapsearch -x -D cn=admin -w cloudquiet697", ["cloudquiet697"]),
+    ("command", "ru", "выполни: ssh-keygen -p -N 'Marble7486!' -f ~/.ssh/id_rsa", ["Marble7486!"]),
+    ("command", "zh", "执行 echo 'root:mapleriver839' | chpasswd", ["mapleriver839"]),
+    ("config", "de", "Eintrag in ~/.pgpass: db:5432:app:app:Copper1275", ["Copper1275"]),
+    ("pair", "de", "Zugang: admin285 / cn5UEh$6L", ["admin285", "cn5UEh$6L"]),
+    ("pair", "ru", "учётка wang_li45 / Quiet530!", ["wang_li45", "Quiet530!"]),
+    ("pair", "en", "login ops-bot25 / pass Candle4309$ (staging)", ["ops-bot25", "Candle4309$"]),
+    ("pair", "zh", "帐号ops-bot27 密码lanternmaple958", ["ops-bot27", "lanternmaple958"]),
+    ("passphrase", "es", "la semilla es: candle quiet cloud river", ["candle quiet cloud river"]),
+    ("passphrase", "en", "seed phrase (keep offline): cloud marble garden stone", ["cloud marble garden stone"]),
+    ("passphrase", "ru", "мнемоника: cloud north window stone", ["cloud north window stone"]),
+    ("passphrase", "ja", "シードは garden maple quiet stone", ["garden maple quiet stone"]),
+    ("passphrase", "zh", "钱包种子：candle quiet tiger north", ["candle quiet tiger north"]),
+    ("copula", "ru", "пароль сменил на violetnorth658", ["violetnorth658"]),
+    ("copula", "ja", "パスワード変更後：Qw3rty81!", ["Qw3rty81!"]),
+    ("copula", "ko", "비밀번호 변경됨: P@ssw0rd33#", ["P@ssw0rd33#"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -230,7 +248,8 @@ UNCHANGED = [
     "run it with --password $DB_PASS", "--db-password -v", "the random seed: 42",
     "docker login --username ci",
     "The recovery phrase is 12 or 24 words.", 'x = os.environ.get("PASSWORD", "default")', "net user admin * /add",
-    "net user guest /active:no", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
+    "net user guest /active:no", "The password hint is 'favourite pet'.", "密码错误：请重试", "backup: daily weekly monthly yearly",
+    "mysql -p asks for the password", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
 ]
 
 
