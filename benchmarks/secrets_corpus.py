@@ -1161,7 +1161,7 @@ CHATTER_TEST_R10 = [
 ]
 
 # R11: written before R10's misses were read (R10 joined dev then); measured once.
-TEST = {
+TEST_R11 = {
     "quoted": {
         "en": ["the vault password, \"{p}\", is also on the sticky note", "can you try '{p}' as the admin password?",
                "Password: `{p}` (expires Friday)"],
@@ -1254,7 +1254,7 @@ TEST = {
         "ru": ["код: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R11 = [
     "The vault password is on the sticky note.", "Can you reset the admin password?", "Password expires Friday.",
     "The guest wifi has no password.", "username and password must not match", "db_password is read from the vault",
     "\"adminPassword\": \"\",", "password={password}", "mysql -p asks for the password", "psql reads PGPASSWORD",
@@ -1266,6 +1266,113 @@ CHATTER_TEST = [
     "管理者パスワードの期限が切れました", "ゲストWi-Fiにはパスワードがありません", "관리자 비밀번호가 만료되었습니다",
     "게스트 와이파이는 비밀번호가 없습니다", "Пароль админа истёк.", "У гостевого wifi нет пароля.",
     "The recovery phrase must stay offline.", "PIN codes are four to six digits.", "Ask IT for the password.",
+]
+
+# R12: written before R11's misses were read (R11 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["the new one is \"{p}\" (without the quotes)", "I set it to '{p}' for the demo", "password hint... no, the password: '{p}'"],
+        "zh": ["我把它设成了'{p}'", "新的是“{p}”（不含引号）"],
+        "es": ["la puse en '{p}' para la demo", "la nueva es \"{p}\" (sin comillas)"],
+        "de": ["ich hab es auf '{p}' gesetzt", "das neue ist \"{p}\" (ohne Anführungszeichen)"],
+        "fr": ["je l'ai mis à '{p}' pour la démo", "le nouveau est \"{p}\" (sans les guillemets)"],
+        "pt": ["coloquei '{p}' para a demo", "a nova é \"{p}\" (sem as aspas)"],
+        "ja": ["デモ用に'{p}'にしました", "新しいのは\"{p}\"です（引用符なし）"],
+        "ko": ["데모용으로 '{p}'로 설정했어요", "새 것은 \"{p}\" (따옴표 제외)"],
+        "ru": ["поставил '{p}' для демо", "новый — \"{p}\" (без кавычек)"],
+    },
+    "copula": {
+        "en": ["root pw {p}", "password is still {p}", "VPN password = {p}"],
+        "zh": ["VPN密码 = {p}", "密码还是{p}"],
+        "es": ["la contraseña sigue siendo {p}", "contraseña VPN = {p}"],
+        "de": ["das Passwort ist immer noch {p}", "VPN-Passwort = {p}"],
+        "fr": ["le mot de passe est toujours {p}", "mot de passe VPN = {p}"],
+        "pt": ["a senha continua {p}", "senha da VPN = {p}"],
+        "ja": ["パスワードはまだ{p}のまま", "VPNパスワード = {p}"],
+        "ko": ["비밀번호는 아직 {p}", "VPN 비밀번호 = {p}"],
+        "ru": ["пароль всё ещё {p}", "пароль VPN = {p}"],
+    },
+    "pair": {
+        "en": ["{u} {p}  <- prod admin", "account {e} password {p}"],
+        "zh": ["账号 {e} 密码 {p}"],
+        "es": ["cuenta {e} contraseña {p}"],
+        "de": ["Konto {e} Passwort {p}"],
+        "fr": ["compte {e} mot de passe {p}"],
+        "pt": ["conta {e} senha {p}"],
+        "ja": ["アカウント {e} パスワード {p}"],
+        "ko": ["계정 {e} 비밀번호 {p}"],
+        "ru": ["аккаунт {e} пароль {p}"],
+    },
+    "config": {
+        "en": ["MONGO_INITDB_ROOT_PASSWORD={p}", "[database]\npassword = {p}", "client_secret: \"{p}\"", "-Djavax.net.ssl.keyStorePassword={p}"],
+        "zh": ["环境变量 RABBITMQ_DEFAULT_PASS={p}"],
+        "es": ["en el ini: [db] password = {p}"],
+        "de": ["Umgebungsvariable MINIO_ROOT_PASSWORD={p}"],
+        "fr": ["dans le yaml : client_secret: {p}"],
+        "pt": ["variável: KEYCLOAK_ADMIN_PASSWORD={p}"],
+        "ja": ["環境変数 GF_SECURITY_ADMIN_PASSWORD={p}"],
+        "ko": ["환경 변수 ELASTIC_PASSWORD={p}"],
+        "ru": ["переменная окружения VAULT_TOKEN={p}"],
+    },
+    "command": {
+        "en": ["mysql --user=root --password={p} app < dump.sql", "openssl pkcs12 -export -out a.p12 -passout pass:{p}",
+               "keytool -storepass {p} -list -keystore ks.jks"],
+        "zh": ["跑 keytool -storepass {p} -list"],
+        "es": ["corre: openssl rsa -in key.pem -passin pass:{p}"],
+        "de": ["Befehl: 7z x backup.7z -p{p}"],
+        "fr": ["commande : zip -P {p} secret.zip notes.txt"],
+        "pt": ["rode: unzip -P {p} arquivo.zip"],
+        "ja": ["実行: 7z a -p{p} backup.7z data/"],
+        "ko": ["실행: keytool -storepass {p} -list"],
+        "ru": ["выполни: zip -P {p} archive.zip report.pdf"],
+    },
+    "uri": {
+        "en": ["export DATABASE_URL=mysql://app:{p}@db.internal:3306/app", "svn checkout https://ci:{p}@svn.corp/repo"],
+        "zh": ["数据源 jdbc:postgresql://db:5432/app?user=app&password={p}"],
+        "es": ["conexión: amqp://app:{p}@cola:5672"],
+        "de": ["ftp://ops:{p}@files.intern"],
+        "fr": ["redis://:{p}@redis:6379/0"],
+        "pt": ["smtp://no-reply:{p}@smtp.local:587"],
+        "ja": ["接続: mysql://admin:{p}@db:3306"],
+        "ko": ["접속 URL mongodb://app:{p}@mongo/app"],
+        "ru": ["адрес: https://admin:{p}@gitlab.local"],
+    },
+    "passphrase": {
+        "en": ["key passphrase -> {w}", "my 12-word seed, in order: {w}", "wallet recovery: {w}"],
+        "zh": ["助记词（按顺序）：{w}"],
+        "es": ["frase semilla, en orden: {w}"],
+        "de": ["Seed in Reihenfolge: {w}"],
+        "fr": ["phrase de récupération, dans l'ordre : {w}"],
+        "pt": ["frase de recuperação, em ordem: {w}"],
+        "ja": ["シードフレーズ（順番通り）：{w}"],
+        "ko": ["시드 문구(순서대로): {w}"],
+        "ru": ["сид-фраза по порядку: {w}"],
+    },
+    "pin": {
+        "en": ["alarm code: {n}", "PIN = {n}", "the 2FA code is {n}"],
+        "zh": ["报警器密码{n}", "两步验证码：{n}"],
+        "es": ["código de la alarma: {n}", "PIN = {n}"],
+        "de": ["Alarmcode: {n}"],
+        "fr": ["code de l'alarme : {n}"],
+        "pt": ["código do alarme: {n}"],
+        "ja": ["2段階認証コード：{n}"],
+        "ko": ["2단계 인증 코드: {n}"],
+        "ru": ["код сигнализации: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "I set it to the default for the demo.", "The new password must be different.", "root pw login is disabled",
+    "The password is still the default one.", "VPN password resets go through IT.", "account and password are both needed",
+    "MONGO_INITDB_ROOT_PASSWORD must be set.", "client_secret is required", "keytool asks for the store password.",
+    "zip -P is insecure.", "7z can encrypt with a password.", "openssl reads the passphrase from -passin.",
+    "svn asks for a password.", "The 12-word seed must stay secret.", "Wallet recovery takes a few minutes.",
+    "The alarm code was changed.", "PIN = personal identification number", "The 2FA code expired.",
+    "密码还是原来的", "两步验证码已过期", "La contraseña sigue siendo la misma.", "El código de la alarma cambió.",
+    "Das Passwort ist immer noch das alte.", "Der Alarmcode wurde geändert.", "Le mot de passe est toujours le même.",
+    "Le code de l'alarme a changé.", "A senha continua a mesma.", "O código do alarme mudou.", "パスワードはまだ初期値のままです",
+    "2段階認証コードの期限が切れました", "비밀번호는 아직 초기값입니다", "2단계 인증 코드가 만료되었습니다",
+    "Пароль всё ещё стандартный.", "Код сигнализации изменили.", "Use --password-stdin instead of --password.",
+    "The keystore password protects the private key.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1286,7 +1393,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
