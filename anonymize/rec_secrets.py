@@ -49,6 +49,7 @@ _SECRET_FIND = (
     ("github_pat_", False, "_", re.compile(r"github_pat_[A-Za-z0-9_]{40,}")),
     ("xox", True, "-", re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}")),  # Slack
     ("bearer", True, "", re.compile(r"(?:Bearer|bearer|BEARER)[ \t]{1,4}[A-Za-z0-9._~+/=\-]{8,}")),
+    ("authorization", True, "", re.compile(r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+([^\s\x00\"']{6,})")),
     ("AIza", False, "", re.compile(r"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),  # Google (Gemini) API keys
     ("sk_", False, "_", _STRIPE), ("rk_", False, "_", _STRIPE),
     ("hf_", False, "_", re.compile(r"hf_[A-Za-z0-9]{30,}")),  # Hugging Face
@@ -86,6 +87,15 @@ class KeyFormats:
                     if m and not (kw == "bearer" and _word_token(m.group().split()[-1])):  # `bearer authentication`
                         out.append(Candidate(m.start(pat.groups), m.end(pat.groups), SECRET, STRONG))
                 p = hay.find(kw, p + 1)
+
+
+_PARTICIPLE_COMPOUND = re.compile(r"[a-z]+\d*(?:-[a-z]+\d*)*-([a-z]+(?:ed|ing))")
+
+
+def _participle_compound(value: str) -> bool:
+    """`base64-encoded`, `url-encoded`, `salted-and-hashed`: how a password is kept, not one."""
+    m = _PARTICIPLE_COMPOUND.fullmatch(value.rstrip(".,;:!?"))
+    return m is not None and m.group(1) in ENGLISH_WORDS
 
 
 def _word_token(token: str) -> bool:
@@ -300,11 +310,11 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     # (no lookbehind in the scan: the engine then skips fast to the possible first characters;
     # the boundaries are checked on each hit)
     scan = re.compile(alternation(list(family), bounded=False))
-    between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[A-Za-z][A-Za-z0-9_.]{0,15}(?=[ \t]*[:：=–—]))?"
+    between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[^\W\d_][\w.]{0,15}(?=[ \t]*(?:[:：=–—]|->)))?"
                r"(?:[ \t]*\([^()\n\x00]{1,30}\))?"  # `seed phrase (keep offline): ...`
                # `パスワード変更後：X`, `비밀번호 변경됨: X`: a short CJK word, a colon, a typed value
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~]))?"
-               r"[ \t\u00a0\u3000]*(?:[:：=\-–—→][ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：])))?"
+               r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：]|->)))?"
                + alternation(copulas)
                + r"(?:[ \t]+(?:now|jetzt|nun|ahora|maintenant|agora|теперь|сейчас))?"  # `is now X`
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
@@ -445,7 +455,7 @@ class DeclaredSecrets:
                 continue
             if fam == "key":
                 check = PASS if looks_random(value) and not code_value(text, vs, ve) else FAIL
-            elif code_value(text, vs, ve, colon) or placeholder(value):
+            elif code_value(text, vs, ve, colon) or placeholder(value) or _participle_compound(value):
                 check = FAIL
             elif password_like(value) or (cjk_word and (colon or _typed(value))):
                 check = NONE

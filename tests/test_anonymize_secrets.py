@@ -194,6 +194,12 @@ CASES = [
     ("copula", "ru", "пароль сменил на violetnorth658", ["violetnorth658"]),
     ("copula", "ja", "パスワード変更後：Qw3rty81!", ["Qw3rty81!"]),
     ("copula", "ko", "비밀번호 변경됨: P@ssw0rd33#", ["P@ssw0rd33#"]),
+    # R11's phrasings
+    ("copula", "en", "Admin password -> gardencopper607", ["gardencopper607"]),
+    ("copula", "fr", "mdp admin -> pcfBjmYFwh", ["pcfBjmYFwh"]),
+    ("copula", "pt", "senha do admin -> q7uch#WJ%", ["q7uch#WJ%"]),
+    ("copula", "ru", "пароль админа -> Maple7895#", ["Maple7895#"]),
+    ("command", "en", "curl -H 'Authorization: Basic KGPfww5P5' https://api", ["KGPfww5P5"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -249,7 +255,7 @@ UNCHANGED = [
     "docker login --username ci",
     "The recovery phrase is 12 or 24 words.", 'x = os.environ.get("PASSWORD", "default")', "net user admin * /add",
     "net user guest /active:no", "The password hint is 'favourite pet'.", "密码错误：请重试", "backup: daily weekly monthly yearly",
-    "mysql -p asks for the password", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
+    "mysql -p asks for the password", "Basic auth sends the password base64-encoded.", "the password manager -> a vault", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
 ]
 
 
