@@ -1269,7 +1269,7 @@ CHATTER_TEST_R11 = [
 ]
 
 # R12: written before R11's misses were read (R11 joined dev then); measured once.
-TEST = {
+TEST_R12 = {
     "quoted": {
         "en": ["the new one is \"{p}\" (without the quotes)", "I set it to '{p}' for the demo", "password hint... no, the password: '{p}'"],
         "zh": ["我把它设成了'{p}'", "新的是“{p}”（不含引号）"],
@@ -1360,7 +1360,7 @@ TEST = {
         "ru": ["код сигнализации: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R12 = [
     "I set it to the default for the demo.", "The new password must be different.", "root pw login is disabled",
     "The password is still the default one.", "VPN password resets go through IT.", "account and password are both needed",
     "MONGO_INITDB_ROOT_PASSWORD must be set.", "client_secret is required", "keytool asks for the store password.",
@@ -1373,6 +1373,113 @@ CHATTER_TEST = [
     "2段階認証コードの期限が切れました", "비밀번호는 아직 초기값입니다", "2단계 인증 코드가 만료되었습니다",
     "Пароль всё ещё стандартный.", "Код сигнализации изменили.", "Use --password-stdin instead of --password.",
     "The keystore password protects the private key.",
+]
+
+# R13: written after R12 was measured and tuned on (R12 joined dev then), before any tuning on
+# R13; measured once.
+TEST = {
+    "quoted": {
+        "en": ["the shared drive password is '{p}'", "password for Jenkins: \"{p}\"", "sudo password `{p}`"],
+        "zh": ["共享盘的密码是'{p}'", "Jenkins 密码：\"{p}\""],
+        "es": ["la contraseña del disco compartido es '{p}'", "contraseña de Jenkins: \"{p}\""],
+        "de": ["das Passwort für das Netzlaufwerk ist '{p}'", "Jenkins-Passwort: \"{p}\""],
+        "fr": ["le mot de passe du lecteur partagé est '{p}'", "mot de passe Jenkins : \"{p}\""],
+        "pt": ["a senha do drive compartilhado é '{p}'", "senha do Jenkins: \"{p}\""],
+        "ja": ["共有ドライブのパスワードは'{p}'", "Jenkinsのパスワード：\"{p}\""],
+        "ko": ["공유 드라이브 비밀번호는 '{p}'", "Jenkins 비밀번호: \"{p}\""],
+        "ru": ["пароль от общего диска '{p}'", "пароль Jenkins: \"{p}\""],
+    },
+    "copula": {
+        "en": ["Jenkins pw is {p}", "the sudo password should be {p}", "Password: {p} (temporary)"],
+        "zh": ["Jenkins的密码应该是{p}", "临时密码：{p}"],
+        "es": ["la contraseña de sudo debería ser {p}", "Contraseña: {p} (temporal)"],
+        "de": ["das sudo-Passwort sollte {p} sein", "Passwort: {p} (vorläufig)"],
+        "fr": ["le mot de passe sudo devrait être {p}", "Mot de passe : {p} (temporaire)"],
+        "pt": ["a senha do sudo deve ser {p}", "Senha: {p} (temporária)"],
+        "ja": ["sudoのパスワードは{p}のはず", "パスワード：{p}（仮）"],
+        "ko": ["sudo 비밀번호는 {p}일 거예요", "비밀번호: {p} (임시)"],
+        "ru": ["пароль sudo должен быть {p}", "Пароль: {p} (временный)"],
+    },
+    "pair": {
+        "en": ["user {u} password {p}", "{u} / {p} -- staging login"],
+        "zh": ["用户名 {u} 密码 {p}"],
+        "es": ["usuario {u} contraseña {p}"],
+        "de": ["Benutzer {u} Kennwort {p}"],
+        "fr": ["utilisateur {u} mot de passe {p}"],
+        "pt": ["usuário {u} senha {p}"],
+        "ja": ["ユーザー {u} パスワード {p}"],
+        "ko": ["사용자 {u} 비밀번호 {p}"],
+        "ru": ["пользователь {u} пароль {p}"],
+    },
+    "config": {
+        "en": ["JENKINS_PASSWORD={p}", "smtp:\n  password: \"{p}\"", "\"db_pass\": \"{p}\"", "admin.password={p}"],
+        "zh": ["配置: admin.password={p}"],
+        "es": ["config: \"db_pass\": \"{p}\""],
+        "de": ["Konfiguration: JENKINS_PASSWORD={p}"],
+        "fr": ["config : smtp_password = \"{p}\""],
+        "pt": ["config: SMTP_PASSWORD={p}"],
+        "ja": ["設定: admin.password={p}"],
+        "ko": ["설정: DB_PASS={p}"],
+        "ru": ["конфиг: \"db_pass\": \"{p}\""],
+    },
+    "command": {
+        "en": ["mysql -u app -p{p} -h db", "sshpass -p '{p}' ssh ops@jump", "redis-cli -a {p} --no-auth-warning"],
+        "zh": ["执行 mysql -u app -p{p} -h db"],
+        "es": ["ejecuta: sshpass -p '{p}' ssh ops@salto"],
+        "de": ["Befehl: redis-cli -a {p} --no-auth-warning"],
+        "fr": ["commande : mysql -u app -p{p}"],
+        "pt": ["rode: sshpass -p {p} ssh ops@jump"],
+        "ja": ["実行: redis-cli -a {p}"],
+        "ko": ["실행: sshpass -p '{p}' ssh ops@jump"],
+        "ru": ["выполни: mysql -u app -p{p} -h db"],
+    },
+    "uri": {
+        "en": ["https://jenkins:{p}@ci.internal/job/x", "mongodb://ops:{p}@db1,db2/app?replicaSet=rs0"],
+        "zh": ["地址 https://jenkins:{p}@ci.internal"],
+        "es": ["dirección: postgres://ops:{p}@db/app"],
+        "de": ["Adresse: redis://:{p}@cache:6379"],
+        "fr": ["adresse : https://ops:{p}@wiki.local"],
+        "pt": ["endereço: mysql://ops:{p}@db/app"],
+        "ja": ["アドレス: https://ops:{p}@wiki.local"],
+        "ko": ["주소: postgres://ops:{p}@db/app"],
+        "ru": ["адрес: redis://:{p}@cache:6379"],
+    },
+    "passphrase": {
+        "en": ["recovery phrase: {w}", "seed words are {w}", "passphrase = {w}"],
+        "zh": ["恢复短语：{w}"],
+        "es": ["frase de recuperación: {w}"],
+        "de": ["Wiederherstellungsphrase: {w}"],
+        "fr": ["phrase secrète : {w}"],
+        "pt": ["frase de recuperação: {w}"],
+        "ja": ["リカバリーフレーズは {w}"],
+        "ko": ["복구 문구: {w}"],
+        "ru": ["сид-фраза: {w}"],
+    },
+    "pin": {
+        "en": ["PIN: {n}", "your one-time code is {n}", "safe code {n}"],
+        "zh": ["验证码：{n}", "保险箱密码{n}"],
+        "es": ["PIN: {n}", "código de un solo uso: {n}"],
+        "de": ["Einmalcode: {n}"],
+        "fr": ["code à usage unique : {n}"],
+        "pt": ["código de uso único: {n}"],
+        "ja": ["ワンタイムコード：{n}"],
+        "ko": ["일회용 코드: {n}"],
+        "ru": ["одноразовый код: {n}"],
+    },
+}
+CHATTER_TEST = [
+    "The shared drive has no password.", "Jenkins asks for a password.", "sudo password prompts time out after 5 minutes.",
+    "The password should be rotated.", "Password: (temporary, set by IT)", "user and password fields are required",
+    "JENKINS_PASSWORD is set by the chart.", "smtp password is optional", "mysql -u app -p prompts for it.",
+    "sshpass is discouraged.", "redis-cli -a shows a warning.", "Recovery phrase backups are encrypted.",
+    "Seed words are case-insensitive.", "Your one-time code expires soon.", "The safe code was changed.",
+    "共享盘没有密码", "验证码已过期", "El disco compartido no tiene contraseña.", "El PIN caducó.",
+    "Das Netzlaufwerk hat kein Passwort.", "Der Einmalcode ist abgelaufen.", "Le lecteur partagé n'a pas de mot de passe.",
+    "Le code à usage unique a expiré.", "O drive compartilhado não tem senha.", "O código de uso único expirou.",
+    "共有ドライブにはパスワードがありません", "ワンタイムコードの有効期限が切れました", "공유 드라이브에는 비밀번호가 없습니다",
+    "일회용 코드가 만료되었습니다", "У общего диска нет пароля.", "Одноразовый код истёк.",
+    "The passphrase is stored in the keychain.", "Rotate the admin password quarterly.", "password: <set me>",
+    "The PIN must have four digits.", "Seed phrases are 12 or 24 words.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1393,7 +1500,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11) if split == "dev" else (TEST,)
+    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12) if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
