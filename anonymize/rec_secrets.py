@@ -189,28 +189,39 @@ class UrlPasswords:
             out.append(Candidate(m.start(1), m.end(1), SECRET, STRONG, FAIL if placeholder(v) else NONE))
 
 
-_COMMAND = re.compile(
-    r"(?:(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"
-    r"|(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"
-    r"|(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"
-    r"|(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"
-    r"|(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"
-    r"|(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"
-    r"|(?<![\w-])echo[ \t]+(?P<q2>[\"']?)(?P<stdin>[^\s\x00\"'|]{3,})(?P=q2)[ \t]*\|[^\n\x00]*?--password-stdin"
-    r"|(?<![\w-])net[ \t]+user[ \t]+[^\s\x00/]+[ \t]+(?P<netuser>[^\s\x00/*][^\s\x00]*)"
-    r"|(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"
-    r"|(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"
+# One pattern per command form, each with the literal that must be in the lower-cased text for
+# it to be tried (an alternation of all of them would be tried at every position of every text).
+_COMMANDS: tuple[tuple[str, re.Pattern], ...] = tuple((lit, re.compile(p)) for lit, p in (
+    ("mysql", r"(?<![\w-])(?:mysql|mysqldump|mysqladmin)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
+    ("mariadb", r"(?<![\w-])(?:mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
+    ("sshpass", r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"),
+    ("redis-cli", r"(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"),
+    ("curl", r"(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"),
+    ("smb", r"(?<![\w-])(?:smbclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"),
+    ("rpcclient", r"(?<![\w-])rpcclient\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"),
+    ("sudo", r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"),
+    ("password-stdin", r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<stdin>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[^\n\x00]*?--password-stdin"),
+    ("net user", r"(?<![\w-])net[ \t]+user[ \t]+[^\s\x00/]+[ \t]+(?P<netuser>[^\s\x00/*][^\s\x00]*)"),
+    ("net use", r"(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"),
+    ("htpasswd", r"(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"),
+    # an option whose name holds `pass` (`keytool -storepass X`, `openssl -passin pass:X`)
+    ("pass", r"(?<![\w-])-(?:store|key)?pass(?:in|out)?[ \t]+(?:pass:)?(?P<passopt>(?![-<>|&;$])[^\s\x00]+)"),
+    # archivers' password flags (`7z x a.7z -pX`, `zip -P X`, `unzip -P X`)
+    ("7z", r"(?<![\w-])7z[ar]?\b[^\n\x00]*?[ \t]-p(?P<sevenz>[^\s\x00]+)"),
+    ("zip", r"(?<![\w-])(?:zip|unzip)\b[^\n\x00]*?[ \t]-P[ \t]+(?P<zipp>[^\s\x00]+)"),
     # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
-    r"|(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
-    r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"
+    ("--", r"(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
+           r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"),
     # `echo 'root:X' | chpasswd`; `ssh-keygen -p -N X`
-    r"|(?P<cq>[\"']?)[\w.\-]+:(?P<chp>[^\s\x00\"':]{3,})(?P=cq)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"
-    r"|(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<sshn>[^\s\x00]+)"
+    ("chpasswd", r"(?P<cq>[\"']?)[\w.\-]+:(?P<chp>[^\s\x00\"':]{3,})(?P=cq)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"),
+    ("ssh-keygen", r"(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<sshn>[^\s\x00]+)"),
     # a user flag (or a bind DN), flags between, then a password flag and its value (`mongo -u admin
     # -p X`, `sqlcmd -S db -U sa -P X`, `ldapsearch -x -D cn=admin -w X`)
-    r"|(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
-    r"[ \t]+-[pPw][ \t]+(?P<up>[^\s\x00-][^\s\x00]*))"
-)
+    (" -", r"(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
+           r"[ \t]+-[pPw][ \t]+(?P<up>[^\s\x00-][^\s\x00]*)"),
+))
+_VALUE_GROUPS = ("my", "ssh", "redis", "curl", "smb", "echo", "stdin", "netuser", "netuse", "htp", "passopt", "sevenz", "zipp",
+                 "lopt", "chp", "sshn", "up")
 
 
 class CommandPasswords:
@@ -219,18 +230,15 @@ class CommandPasswords:
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
-        if not ("mysql" in lo or "mariadb" in lo or "sshpass" in lo or "redis-cli" in lo or "curl" in lo or "htpasswd" in lo
-                or " -p " in lo or "smb" in lo or "rpcclient" in lo or "sudo" in lo or "net use" in lo
-                or ("--" in lo and ("pass" in lo or "pwd" in lo)) or "net user" in lo or " -p" in lo or " -w " in lo
-                or "chpasswd" in lo or "ssh-keygen" in lo):
-            return
-        for m in _COMMAND.finditer(doc.text):
-            g = m.lastgroup
-            if g is not None:
+        for lit, pat in _COMMANDS:
+            if lit not in lo:
+                continue
+            for m in pat.finditer(doc.text):
+                g = next(k for k in _VALUE_GROUPS if k in pat.groupindex and m.group(k) is not None)
                 v = m.group(g).strip("'\"")
                 s = m.start(g) + (m.group(g).find(v) if v else 0)
                 # `-u admin -p to be asked`, `-u root -p prompts for it`: a flag with no value, then prose
-                short = g in ("up", "lopt") and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
+                short = g in ("up", "lopt", "passopt", "zipp", "sevenz") and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
                 out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or short or placeholder(v) else NONE))
 
 
@@ -243,6 +251,8 @@ _OPEN = "".join(_QUOTES)
 _VALUE = re.compile(r"[^\s\x00\"'`“”«»「」『』，。；、！？（）()<>\[\]{}]+")
 _TRAIL = ".,;:!?)"
 _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
+_CODE_FOR_WORDS = (" to verify", " to confirm", " to sign in", " to log in", " to activate", " to complete", " is your")
+_TO_COLON = re.compile(r"[^\n\x00:：.!?]{1,30}[:：][ \t]*")  # a few words or a parenthesis, then a colon
 _CLOSING_AFTER = re.compile(r"\d{4,8}[\])）】]")
 # a one-time code before what it is for: `Use 469070 to verify your account`, `469070 is your code`
 _CODE_FOR = re.compile(r"(?<![\w.,:/\-])(\d{4,8})(?![\w.,:/\-])[ \t]+(?:is[ \t]+your(?:[ \t]+[A-Za-z]+){0,2}[ \t]+(?:code|pin|otp|passcode)\b"
@@ -316,7 +326,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~]))?"
                r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：]|->)))?"
                + alternation(copulas)
-               + r"(?:[ \t]+(?:now|jetzt|nun|ahora|maintenant|agora|теперь|сейчас))?"  # `is now X`
+               + r"(?:[ \t]+(?:now|still|jetzt|nun|noch|immer noch|ahora|maintenant|toujours|agora|ainda|теперь|сейчас|всё ещё|все еще|아직)|まだ)?"  # `is now X`
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
 
@@ -347,7 +357,7 @@ class DeclaredSecrets:
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         scan, between, family, _, stems = _words()
         text, lo = doc.text, doc.lo
-        if " to " in lo or " is your" in lo:
+        if any(w in lo for w in _CODE_FOR_WORDS):
             for m in _CODE_FOR.finditer(text):
                 out.append(Candidate(m.start(1), m.end(1), SECRET, WEAK, NONE, FOUND))
         # the scan runs only where a phrase's first four characters stand (str.find is far faster
@@ -415,9 +425,9 @@ class DeclaredSecrets:
             if fam == "passphrase" and text[e:p].strip():
                 self._phrase(text, p, out)
                 continue
-            if fam == "passphrase":  # `the passphrase we agreed on: w w w w`: a few words, then a colon
-                w = _SKIP_WORDS.match(text, e)
-                if w and text[e : w.end()].rstrip()[-1:] in ":：":
+            if fam == "passphrase":  # `the passphrase we agreed on: w w w w`, `frase, em ordem: w w w w`
+                w = _TO_COLON.match(text, e)
+                if w:
                     self._phrase(text, w.end(), out)
                 continue
             if fam == "username":
@@ -758,7 +768,7 @@ def _password_after(doc: Doc, p: int) -> bool:
 # a wallet's seed words: `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는
 # ...`: words of a list (no function word among them) after a colon or copula that follows a word
 # for what they restore (data/context-seed.txt) and a word for words or a phrase
-_SEED_HEAD = ("phrase", "words", "word", "seed", "semilla", "semente", "мнемоник", "シード", "种子", "種子", "니모닉", "시드", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
+_SEED_HEAD = ("phrase", "words", "word", "seed", "wallet", "semilla", "semente", "мнемоник", "シード", "种子", "種子", "니모닉", "시드", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
               "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
 _SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
                             r"|是|为|為|は|는|은)[ \t]*")
@@ -888,7 +898,8 @@ _PATH_KEY = re.compile(r"[_\-.](?:file|path|dir|filename)$")
 
 # a call that sets a quoted credential name to a quoted value: `define('DB_PASSWORD', 'X')`,
 # `setenv("API_TOKEN", "X")` (not a lookup's default: `.get("password", "")`, `getenv`)
-_CALL_PAIR = re.compile(r"""([A-Za-z_][\w.]*)?\([ \t]*(['"])([A-Za-z_][\w.]{0,39})\2[ \t]*,[ \t]*(['"])([^'"\n\x00]{4,200})\4[ \t]*[),]""")
+_CALL_PAIR = re.compile(r"""\([ \t]*(['"])([A-Za-z_][\w.]{0,39})\1[ \t]*,[ \t]*(['"])([^'"\n\x00]{4,200})\3[ \t]*[),]""")
+_CALL_NAME = re.compile(r"[A-Za-z_][\w.]*$")
 _PGPASS = re.compile(r"(?<![\w.:/\-])[\w.\-*]+:(?:\d{1,5}|\*):[\w.\-*]+:[\w.\-*]+:([^\s\x00]+)")  # host:port:db:user:password
 _LOOKUPS = ("get", "getattr", "pop", "getenv", "get_secret", "getpass", "input")
 # an XML element whose name says password/secret/token/key: `<password>X</password>`
@@ -909,12 +920,13 @@ class ConfigSecrets:
         if "pgpass" in lo:
             for m in _PGPASS.finditer(text):
                 out.append(Candidate(m.start(1), _trim(text, m.start(1), m.end(1)), SECRET, WEAK, NONE, FOUND))
-        if "(" in text and "," in text:
+        if "'," in text or '",' in text:
             for m in _CALL_PAIR.finditer(text):
-                fn = (m.group(1) or "").rsplit(".", 1)[-1].lower()
-                if credential_name(m.group(3)) and fn not in _LOOKUPS:
-                    check = _credential_check(m.group(3).lower(), m.group(5), True)
-                    out.append(Candidate(m.start(5), m.end(5), SECRET, WEAK, check, FOUND))
+                name = _CALL_NAME.search(text, max(0, m.start() - 40), m.start())
+                fn = name.group().rsplit(".", 1)[-1].lower() if name else ""
+                if credential_name(m.group(2)) and fn not in _LOOKUPS:
+                    check = _credential_check(m.group(2).lower(), m.group(4), True)
+                    out.append(Candidate(m.start(4), m.end(4), SECRET, WEAK, check, FOUND))
         if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
             return
         for kw in _KV_WORDS:

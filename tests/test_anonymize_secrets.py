@@ -200,6 +200,16 @@ CASES = [
     ("copula", "pt", "senha do admin -> q7uch#WJ%", ["q7uch#WJ%"]),
     ("copula", "ru", "пароль админа -> Maple7895#", ["Maple7895#"]),
     ("command", "en", "curl -H 'Authorization: Basic KGPfww5P5' https://api", ["KGPfww5P5"]),
+    # R12's phrasings
+    ("command", "en", "keytool -storepass L3tm3in68$ -list -keystore ks.jks", ["L3tm3in68$"]),
+    ("command", "es", "corre: openssl rsa -in key.pem -passin pass:Qw3rty13#", ["Qw3rty13#"]),
+    ("command", "de", "Befehl: 7z x backup.7z -pNorth2518&", ["North2518&"]),
+    ("command", "fr", "commande : zip -P quietnorth395 secret.zip notes.txt", ["quietnorth395"]),
+    ("passphrase", "pt", "frase de recuperação, em ordem: lantern marble stone cloud", ["lantern marble stone cloud"]),
+    ("passphrase", "zh", "助记词（按顺序）：maple copper stone tiger", ["maple copper stone tiger"]),
+    ("passphrase", "en", "wallet recovery: lantern north violet candle", ["lantern north violet candle"]),
+    ("copula", "ja", "パスワードはまだCopper6560+のまま", ["Copper6560+"]),
+    ("copula", "zh", "密码还是cloudcloud880", ["cloudcloud880"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -255,7 +265,7 @@ UNCHANGED = [
     "docker login --username ci",
     "The recovery phrase is 12 or 24 words.", 'x = os.environ.get("PASSWORD", "default")', "net user admin * /add",
     "net user guest /active:no", "The password hint is 'favourite pet'.", "密码错误：请重试", "backup: daily weekly monthly yearly",
-    "mysql -p asks for the password", "Basic auth sends the password base64-encoded.", "the password manager -> a vault", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
+    "mysql -p asks for the password", "zip -P is insecure.", "keytool asks for the store password.", "Basic auth sends the password base64-encoded.", "the password manager -> a vault", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
 ]
 
 
