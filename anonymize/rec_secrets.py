@@ -191,7 +191,8 @@ class UrlPasswords:
 
 # One pattern per command form, each with the literal that must be in the lower-cased text for
 # it to be tried (an alternation of all of them would be tried at every position of every text).
-_COMMANDS: tuple[tuple[str, re.Pattern], ...] = tuple((lit, re.compile(p)) for lit, p in (
+_COMMANDS: tuple[tuple[tuple[str, ...], re.Pattern], ...] = tuple(
+    ((lit,) if isinstance(lit, str) else lit, re.compile(p)) for lit, p in (
     ("mysql", r"(?<![\w-])(?:mysql|mysqldump|mysqladmin)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
     ("mariadb", r"(?<![\w-])(?:mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
     ("sshpass", r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"),
@@ -205,19 +206,19 @@ _COMMANDS: tuple[tuple[str, re.Pattern], ...] = tuple((lit, re.compile(p)) for l
     ("net use", r"(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"),
     ("htpasswd", r"(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"),
     # an option whose name holds `pass` (`keytool -storepass X`, `openssl -passin pass:X`)
-    ("pass", r"(?<![\w-])-(?:store|key)?pass(?:in|out)?[ \t]+(?:pass:)?(?P<passopt>(?![-<>|&;$])[^\s\x00]+)"),
+    (("storepass", "keypass", "-passin", "-passout", "-pass "), r"(?<![\w-])-(?:store|key)?pass(?:in|out)?[ \t]+(?:pass:)?(?P<passopt>(?![-<>|&;$])[^\s\x00]+)"),
     # archivers' password flags (`7z x a.7z -pX`, `zip -P X`, `unzip -P X`)
     ("7z", r"(?<![\w-])7z[ar]?\b[^\n\x00]*?[ \t]-p(?P<sevenz>[^\s\x00]+)"),
-    ("zip", r"(?<![\w-])(?:zip|unzip)\b[^\n\x00]*?[ \t]-P[ \t]+(?P<zipp>[^\s\x00]+)"),
+    (("zip -p", "zip -"), r"(?<![\w-])(?:zip|unzip)\b[^\n\x00]*?[ \t]-P[ \t]+(?P<zipp>[^\s\x00]+)"),
     # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
-    ("--", r"(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
+    (("-pass", "-pwd"), r"(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
            r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"),
     # `echo 'root:X' | chpasswd`; `ssh-keygen -p -N X`
     ("chpasswd", r"(?P<cq>[\"']?)[\w.\-]+:(?P<chp>[^\s\x00\"':]{3,})(?P=cq)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"),
     ("ssh-keygen", r"(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<sshn>[^\s\x00]+)"),
     # a user flag (or a bind DN), flags between, then a password flag and its value (`mongo -u admin
     # -p X`, `sqlcmd -S db -U sa -P X`, `ldapsearch -x -D cn=admin -w X`)
-    (" -", r"(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
+    (("-u ", "-d "), r"(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
            r"[ \t]+-[pPw][ \t]+(?P<up>[^\s\x00-][^\s\x00]*)"),
 ))
 _VALUE_GROUPS = ("my", "ssh", "redis", "curl", "smb", "echo", "stdin", "netuser", "netuse", "htp", "passopt", "sevenz", "zipp",
@@ -230,8 +231,8 @@ class CommandPasswords:
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
-        for lit, pat in _COMMANDS:
-            if lit not in lo:
+        for lits, pat in _COMMANDS:
+            if not any(lit in lo for lit in lits):
                 continue
             for m in pat.finditer(doc.text):
                 g = next(k for k in _VALUE_GROUPS if k in pat.groupindex and m.group(k) is not None)
