@@ -166,10 +166,10 @@ def _walk(scrubber: BodyScrubber, value: Any, fragments: bool) -> _Walked | None
                 dsts.append(src)
                 keys.append(k)
                 strings.append(v)
-        elif type(v) is dict:
-            push((v, k if type(src) is dict else key, key if type(src) is dict else parent))
-        elif type(v) is list:
-            push((v, k if type(src) is dict else key, key if type(src) is dict else parent))
+        elif type(src) is dict:
+            push((v, k, key))
+        else:  # (a list item inherits the key of its list)
+            push((v, key, parent))
 
     try:
         while stack:

@@ -182,6 +182,12 @@ def _english_stem(x: str) -> bool:
     return False
 
 
+# how English surnames made of words end (toponyms: Willshire, Blackwood, Ashford)
+_PLACE_ENDINGS = tuple(
+    "shire ford field wood land worth well stone brook hill dale more wick ridge bury borough berg burg stein mann "
+    "water house hall burn croft gate mont ville ington cliff combe mere moor thorpe grove wall side".split())
+
+
 def english_compound(w: str) -> bool:
     """`w` (one capitalised word in no name list) is English word formation: a word with an
     English suffix, an English prefix before a word, or two common English words of four
@@ -201,12 +207,6 @@ def english_compound(w: str) -> bool:
         if a in ENGLISH_WORDS and a in COMMON_TOKENS and b in COMMON_TOKENS and _english_stem(b):
             return True
     return False
-
-
-# how English surnames made of words end (toponyms: Willshire, Blackwood, Ashford)
-_PLACE_ENDINGS = tuple(
-    "shire ford field wood land worth well stone brook hill dale more wick ridge bury borough berg burg stein mann "
-    "water house hall burn croft gate mont ville ington cliff combe mere moor thorpe grove wall side".split())
 
 
 def _classify(w: str) -> tuple[bool, bool, bool, bool]:
@@ -457,11 +457,9 @@ def _after_particle(words: list, k: int) -> bool:
 _LOWER_WINDOW = 4000  # characters either side looked at (detection stays local)
 
 
-def _written_lower(text: str, s: int, e: int) -> bool:
-    """The string holding text[s:e] writes this capitalised word in lower case too, as a whole
-    word (`Field` and `field`, `Numba` and `import numba`): a term or an identifier, not a
-    person. (Only within 4,000 characters and its own string: a NUL separates the strings of
-    a batch.)"""
+def _lower_whole_words(text: str, s: int, e: int):
+    """(start, end, string start, string end) of each whole-word lower-case mention of text[s:e]
+    within 4,000 characters and its own string (a NUL separates the strings of a batch)."""
     low = text[s:e].lower()
     lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
     a = text.rfind("\x00", lo_bound, s) + 1 or lo_bound
@@ -471,9 +469,15 @@ def _written_lower(text: str, s: int, e: int) -> bool:
     while i != -1:
         j = i + len(low)
         if (i == a or not text[i - 1].isalpha()) and (j == b or not text[j].isalpha()):
-            return True
+            yield i, j, a, b
         i = text.find(low, j, b)
-    return False
+
+
+def _written_lower(text: str, s: int, e: int) -> bool:
+    """The string holding text[s:e] writes this capitalised word in lower case too, as a whole
+    word (`Field` and `field`, `Numba` and `import numba`): a term or an identifier, not a
+    person."""
+    return next(_lower_whole_words(text, s, e), None) is not None
 
 
 _IDENT_EDGE = frozenset("./_-`=:[")
@@ -482,23 +486,13 @@ _IDENT_EDGE = frozenset("./_-`=:[")
 def _written_as_identifier(text: str, s: int, e: int) -> bool:
     """The string holding text[s:e] writes this word in lower case as an identifier too: in a
     path or a URL, a module, an option (`Textualize/rich`, `rich.print`, `-m rich`, `import
-    rich`); so a capitalised "Rich" there names the thing, not a person (within 4,000
-    characters and its own string)."""
-    low = text[s:e].lower()
-    lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
-    a = text.rfind("\x00", lo_bound, s) + 1 or lo_bound
-    b = text.find("\x00", e, hi_bound)
-    b = hi_bound if b < 0 else b
-    i = text.find(low, a, b)
-    while i != -1:
-        j = i + len(low)
-        if (i == a or not text[i - 1].isalpha()) and (j == b or not text[j].isalpha()):
-            before = text[i - 1] if i > a else ""
-            after = text[j] if j < b else ""
-            if (before in _IDENT_EDGE and before) or (after in _IDENT_EDGE and after and after not in ".:") or (
-                    after in ".:" and j + 1 < b and text[j + 1].isalnum()) or text.endswith(("import ", "install "), a, i):
-                return True
-        i = text.find(low, j, b)
+    rich`); so a capitalised "Rich" there names the thing, not a person."""
+    for i, j, a, b in _lower_whole_words(text, s, e):
+        before = text[i - 1] if i > a else ""
+        after = text[j] if j < b else ""
+        if (before in _IDENT_EDGE and before) or (after in _IDENT_EDGE and after and after not in ".:") or (
+                after in ".:" and j + 1 < b and text[j + 1].isalnum()) or text.endswith(("import ", "install "), a, i):
+            return True
     return False
 
 

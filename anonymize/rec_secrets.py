@@ -189,40 +189,45 @@ class UrlPasswords:
             out.append(Candidate(m.start(1), m.end(1), SECRET, STRONG, FAIL if placeholder(v) else NONE))
 
 
-# One pattern per command form, each with the literal that must be in the lower-cased text for
-# it to be tried (an alternation of all of them would be tried at every position of every text).
-_COMMANDS: tuple[tuple[tuple[str, ...], re.Pattern], ...] = tuple(
-    ((lit,) if isinstance(lit, str) else lit, re.compile(p)) for lit, p in (
-    ("mysql", r"(?<![\w-])(?:mysql|mysqldump|mysqladmin)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
-    ("mariadb", r"(?<![\w-])(?:mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<my>['\"]?[^\s\x00\"'`]+['\"]?)"),
-    ("sshpass", r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<ssh>[^\s\x00]+)"),
-    ("redis-cli", r"(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<redis>[^\s\x00]+)"),
-    ("curl", r"(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<curl>[^\s\x00\"']+)"),
-    ("smb", r"(?<![\w-])(?:smbclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"),
-    ("rpcclient", r"(?<![\w-])rpcclient\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<smb>[^\s\x00]+)"),
-    ("sudo", r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<echo>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"),
-    ("password-stdin", r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<stdin>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[^\n\x00]*?--password-stdin"),
-    ("net user", r"(?<![\w-])net[ \t]+user[ \t]+[^\s\x00/]+[ \t]+(?P<netuser>[^\s\x00/*][^\s\x00]*)"),
-    ("net use", r"(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<netuse>[^\s\x00/*][^\s\x00]*)"),
-    ("htpasswd", r"(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<htp>[^\s\x00]+)"),
+# One pattern per command form, each tried only where one of its literals is in the lower-cased
+# text (an alternation of all of them would be tried at every position of every text); the
+# value is the group `v`. `prose`: a word of prose may follow the flag instead of a value
+# (`-u root -p prompts for it`, `zip -P is insecure`), so a short or English word there fails.
+_COMMANDS: tuple[tuple[tuple[str, ...], bool, re.Pattern], ...] = tuple(
+    (lits, prose, re.compile(p)) for lits, prose, p in (
+    (("mysql", "mariadb"), False,
+     r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<v>['\"]?[^\s\x00\"'`]+['\"]?)"),
+    (("sshpass",), False, r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<v>[^\s\x00]+)"),
+    (("redis-cli",), False, r"(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<v>[^\s\x00]+)"),
+    (("curl",), False, r"(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<v>[^\s\x00\"']+)"),
+    (("smb", "rpcclient"), False,
+     r"(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<v>[^\s\x00]+)"),
+    (("sudo",), False,
+     r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<v>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[ \t]*sudo[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-[a-zA-Z]*S"),
+    (("password-stdin",), False,
+     r"(?<![\w-])echo[ \t]+(?P<q>[\"']?)(?P<v>[^\s\x00\"'|]{3,})(?P=q)[ \t]*\|[^\n\x00]*?--password-stdin"),
+    (("net user",), False, r"(?<![\w-])net[ \t]+user[ \t]+[^\s\x00/]+[ \t]+(?P<v>[^\s\x00/*][^\s\x00]*)"),
+    (("net use",), False, r"(?<![\w-])net[ \t]+use\b[^\n\x00]*?[ \t]/user:[^\s\x00]+[ \t]+(?P<v>[^\s\x00/*][^\s\x00]*)"),
+    (("htpasswd",), False,
+     r"(?<![\w-])htpasswd[ \t]+-[a-zA-Z]*b[a-zA-Z]*[ \t]+[^\s\x00]+[ \t]+[^\s\x00]+[ \t]+(?P<v>[^\s\x00]+)"),
     # an option whose name holds `pass` (`keytool -storepass X`, `openssl -passin pass:X`)
-    (("storepass", "keypass", "-passin", "-passout", "-pass "), r"(?<![\w-])-(?:store|key)?pass(?:in|out)?[ \t]+(?:pass:)?(?P<passopt>(?![-<>|&;$])[^\s\x00]+)"),
+    (("storepass", "keypass", "-passin", "-passout", "-pass "), True,
+     r"(?<![\w-])-(?:store|key)?pass(?:in|out)?[ \t]+(?:pass:)?(?P<v>(?![-<>|&;$])[^\s\x00]+)"),
     # archivers' password flags (`7z x a.7z -pX`, `zip -P X`, `unzip -P X`)
-    ("7z", r"(?<![\w-])7z[ar]?\b[^\n\x00]*?[ \t]-p(?P<sevenz>[^\s\x00]+)"),
-    (("zip -p", "zip -"), r"(?<![\w-])(?:zip|unzip)\b[^\n\x00]*?[ \t]-P[ \t]+(?P<zipp>[^\s\x00]+)"),
+    (("7z",), True, r"(?<![\w-])7z[ar]?\b[^\n\x00]*?[ \t]-p(?P<v>[^\s\x00]+)"),
+    (("zip -",), True, r"(?<![\w-])(?:zip|unzip)\b[^\n\x00]*?[ \t]-P[ \t]+(?P<v>[^\s\x00]+)"),
     # a long option that names a password (`--password X`, `--db-password=X`; not a next flag `-v`)
-    (("-pass", "-pwd"), r"(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
-           r"(?P<lopt>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"),
+    (("-pass", "-pwd"), True, r"(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd)(?:=|[ \t]+)"
+                              r"(?P<v>(?![-<>|&;$])[^\s\x00]+|-(?=[^\s\x00]*[^\w\s\x00-])[^\s\x00]{5,})"),
     # `echo 'root:X' | chpasswd`; `ssh-keygen -p -N X`
-    ("chpasswd", r"(?P<cq>[\"']?)[\w.\-]+:(?P<chp>[^\s\x00\"':]{3,})(?P=cq)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"),
-    ("ssh-keygen", r"(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<sshn>[^\s\x00]+)"),
+    (("chpasswd",), False, r"(?P<q>[\"']?)[\w.\-]+:(?P<v>[^\s\x00\"':]{3,})(?P=q)[ \t]*\|[ \t]*(?:sudo[ \t]+)?chpasswd\b"),
+    (("ssh-keygen",), False, r"(?<![\w-])ssh-keygen\b[^\n\x00]*?[ \t]-N[ \t]*(?P<v>[^\s\x00]+)"),
     # a user flag (or a bind DN), flags between, then a password flag and its value (`mongo -u admin
     # -p X`, `sqlcmd -S db -U sa -P X`, `ldapsearch -x -D cn=admin -w X`)
-    (("-u ", "-d "), r"(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
-           r"[ \t]+-[pPw][ \t]+(?P<up>[^\s\x00-][^\s\x00]*)"),
+    (("-u ", "-d "), True,
+     r"(?<![\w-])-[uUD][ \t]+[^\s\x00-][^\s\x00]*(?:[ \t]+-[A-Za-z](?:[ \t]+[^\s\x00-][^\s\x00]*)?){0,3}?"
+     r"[ \t]+-[pPw][ \t]+(?P<v>[^\s\x00-][^\s\x00]*)"),
 ))
-_VALUE_GROUPS = ("my", "ssh", "redis", "curl", "smb", "echo", "stdin", "netuser", "netuse", "htp", "passopt", "sevenz", "zipp",
-                 "lopt", "chp", "sshn", "up")
 
 
 class CommandPasswords:
@@ -231,15 +236,13 @@ class CommandPasswords:
 
     def candidates(self, doc: Doc, out: list[Candidate]) -> None:
         lo = doc.lo
-        for lits, pat in _COMMANDS:
+        for lits, prose, pat in _COMMANDS:
             if not any(lit in lo for lit in lits):
                 continue
             for m in pat.finditer(doc.text):
-                g = next(k for k in _VALUE_GROUPS if k in pat.groupindex and m.group(k) is not None)
-                v = m.group(g).strip("'\"")
-                s = m.start(g) + (m.group(g).find(v) if v else 0)
-                # `-u admin -p to be asked`, `-u root -p prompts for it`: a flag with no value, then prose
-                short = g in ("up", "lopt", "passopt", "zipp", "sevenz") and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
+                v = m.group("v").strip("'\"")
+                s = m.start("v") + (m.group("v").find(v) if v else 0)
+                short = prose and (len(v) < 4 or (v.isalpha() and v.islower() and v in ENGLISH_WORDS))
                 out.append(Candidate(s, s + len(v), SECRET, STRONG, FAIL if not v or short or placeholder(v) else NONE))
 
 

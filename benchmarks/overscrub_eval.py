@@ -35,8 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from secrets_corpus import (CHATTER_DEV, CHATTER_TEST, CHATTER_TEST_R1, CHATTER_TEST_R2, CHATTER_TEST_R3, CHATTER_TEST_R4, CHATTER_TEST_R5, CHATTER_TEST_R6, CHATTER_TEST_R7, CHATTER_TEST_R8, CHATTER_TEST_R9, CHATTER_TEST_R10, CHATTER_TEST_R11, CHATTER_TEST_R12,
-                            FAMILIES, LANGS, generate)  # noqa: E402
+from secrets_corpus import FAMILIES, LANGS, chatter, generate  # noqa: E402
 
 from shadowreplay.anonymize import Scrubber  # noqa: E402
 from shadowreplay.anonymize.detectors import find_spans  # noqa: E402
@@ -209,9 +208,9 @@ def secrets_recall(splits: tuple[str, ...] = ("dev", "test")) -> None:
         per_lang = {lang: [sum(tab[(f, lang)][0] for f in FAMILIES if (f, lang) in tab), sum(tab[(f, lang)][1] for f in FAMILIES if (f, lang) in tab)]
                     for lang in LANGS}
         print("| all | " + " | ".join(f"{a / b:.3f}" for a, b in per_lang.values()) + f" | {got / total:.3f} |")
-        chatter = CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5 + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11 + CHATTER_TEST_R12 if split == "dev" else CHATTER_TEST
-        moved = [t for t in chatter if s.scrub_text(t).text != t]
-        print(f"sentences about passwords without one, changed: {len(moved)} of {len(chatter)}"
+        sentences = chatter(split)
+        moved = [t for t in sentences if s.scrub_text(t).text != t]
+        print(f"sentences about passwords without one, changed: {len(moved)} of {len(sentences)}"
               + (f" ({', '.join(repr(t) for t in moved)})" if moved else ""))
 
 

@@ -1500,7 +1500,7 @@ def _password(rng: random.Random) -> str:
 def generate(split: str, seed: int | None = None) -> list[tuple[str, list[str], str, str]]:
     """(text, planted secret values, family, language) for every template of the split, each
     filled three times."""
-    tables = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12) if split == "dev" else (TEST,)
+    tables = DEV_TABLES if split == "dev" else (TEST,)
     rng = random.Random(seed if seed is not None else (11 if split == "dev" else 37))
     out = []
     for fam, lang, templates in ((f, lang, ts) for table in tables for f, by_lang in table.items() for lang, ts in by_lang.items()):
@@ -1546,3 +1546,16 @@ CHATTER_TEST_R1 = [
     "username and password are both required", "The PIN pad is broken.", "passwd(1) changes a user's password.",
     "Use `ssh-keygen -p` to change the passphrase.",
 ]
+
+
+# The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
+# list of each, so that templates and sentences of a set always move together.
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12)
+DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
+               + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
+               + CHATTER_TEST_R12)
+
+
+def chatter(split: str) -> list[str]:
+    """The sentences about passwords that hold none, of the split (dev or test)."""
+    return DEV_CHATTER if split == "dev" else CHATTER_TEST
