@@ -10,7 +10,10 @@ name is
   listed surname, a surname ending a longer run of kanji, a run of kanji that is no common word
   and does not end like a role or body, a run of katakana (スミスさん) that is no role word and
   no country, a listed given name in hiragana (さくらちゃん);
-* a foreign name in katakana led by a listed given name (リチャード・ストールマン).
+* a foreign name in katakana led by a listed given name (リチャード・ストールマン);
+* with the `ja` extra installed (fugashi and UniDic), a run of words the morphological analyser
+  tags as a person's name (固有名詞-人名) that is not the head of a longer noun (藤本製薬,
+  芥川賞; 田中社長 is a name and its title).
 
 In text without kana, `find_japanese_full_names` reads short strings (a value, a tool call's
 arguments) for a listed surname and given name in kanji alone (鈴木一郎).
@@ -22,6 +25,7 @@ import functools
 import re
 
 from .charclass import HIRAGANA, KATAKANA, outweighs_ideographs
+from .extras import ja_tagger
 from .gazetteer import ja_foreign_given, ja_given, ja_places, ja_surnames, ja_zipf
 from .spans import PERSON, Span
 
@@ -41,7 +45,7 @@ _KANJI_HONORIFICS = tuple(sorted(set(
 # katakana titles after a name (菊間千乃アナウンサー, 渡辺恒雄オーナー)
 _KATAKANA_TITLES = ("アナウンサー", "オーナー", "キャプテン", "プロデューサー", "ディレクター", "コーチ")
 _AFTER_CUE = re.compile("と(?:申します|申し上げます|いいます|言います|申す)")
-_BEFORE_CUE = re.compile(r"(?:(?:お名前|名前|氏名|担当者|患者名|顧客名|契約者|申込者|宛名|差出人)(?:は|：|:)|担当(?:者)?(?:の|は|：|:))[ \t]*$")
+_BEFORE_CUE = re.compile(r"(?:(?:お名前|名前|氏名|担当者|患者名|顧客名|契約者|申込者|宛名|差出人)(?:は|：|:)|担当(?:者)?(?:の|は|：|:)|本名(?:は|：|:)?)[ \t]*$")
 # a run of kanji that ends so is a role, a body or a place, not a name (担当者様, 営業部長)
 _NOT_NAME_ENDS = frozenset("者員長社手師家屋士官医主人婦方生会部課店局所院校省庁府県市町村区国党側様殿客神皆")
 # a given part with one of these is a place, a body or a thing (山口県沖, 小倉競馬場, 山田電機)
@@ -228,8 +232,61 @@ def _full_names(text: str, shift: int, out: list[Span]) -> None:
                 out.append(Span(shift + m.start(), shift + m.end(), PERSON))
 
 
+def _tagged_names(text: str, out: list[Span]) -> None:
+    """Runs of words the analyser tags as a person's name (固有名詞-人名), with the katakana parts
+    joined to them by ・ or ＝ that it tags so too or does not know (ドルゴルスレン・ダグワドルジ),
+    unless nouns follow that are no title, or a word it knows joined so: the name is then the head
+    of a company's, a prize's or a place's name (藤本製薬, 芥川賞, ランゲル・フィヨルド; not
+    石原慎太郎東京都知事)."""
+    words: list[tuple[int, int, str, bool]] = []  # (start, end, UniDic's features, unknown)
+    pos = 0
+    for w in ja_tagger()(text):
+        surface = w.surface
+        a = text.find(surface, pos)
+        if a >= 0:
+            pos = a + len(surface)
+            words.append((a, pos, w.feature_raw, w.is_unk))
+    n, i = len(words), 0
+    while i < n:
+        if _PERSON not in words[i][2]:
+            i += 1
+            continue
+        j = i + 1
+        while j < n and words[j][0] == words[j - 1][1]:
+            if _PERSON in words[j][2]:
+                j += 1
+            elif _joined(text, words, j) and (_PERSON in words[j + 1][2] or words[j + 1][3]):
+                j += 2
+            else:
+                break
+        a, b = words[i][0], words[j - 1][1]
+        c = b  # the nouns after the name: a title (東京都知事, 仏文学科教授) or the rest of a name
+        for k in range(j, n):
+            if not words[k][2].startswith(_NOUNS) or words[k][0] != c:
+                break
+            c = words[k][1]
+        if c == b and j < n and words[j][0] == b and _joined(text, words, j):
+            c = words[j + 1][1]  # a word the analyser knows joined by ・ (ランゲル・フィヨルド): a thing's name
+        titled = _honorific_after(text, b) or text[b:c].endswith(_KANJI_HONORIFICS + _KATAKANA_TITLES)
+        if text[a:b] not in _KATAKANA_ROLES and (b - a >= 2 or titled) and (c == b or titled):
+            out.append(Span(a, b, PERSON))
+        i = j
+
+
+_PERSON = "固有名詞,人名"
+_NOUNS = ("名詞,", "接尾辞,")
+
+
+def _joined(text: str, words: list[tuple[int, int, str, bool]], j: int) -> bool:
+    """Is words[j] a ・ or ＝ with a katakana word right after it?"""
+    return (j + 1 < len(words) and _NAME_DOTS.fullmatch(text, words[j][0], words[j][1]) is not None
+            and words[j + 1][0] == words[j][1] and _KATAKANA_RUN.fullmatch(text, words[j + 1][0], words[j + 1][1]) is not None)
+
+
 def find_japanese_names(text: str, out: list[Span]) -> None:
     """Every Japanese person name in `text` (text with kana)."""
+    if ja_tagger() is not None and is_japanese(text):
+        _tagged_names(text, out)
     if " " in text or "\u3000" in text:
         _spaced_names(text, out)
     for m in _KANJI_RUN.finditer(text):

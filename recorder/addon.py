@@ -143,6 +143,10 @@ class Recorder:
 
             self.writer = Writer(cfg, Scrubber(load_key(key_file)), self._opts).start()
         self.enabled = True
+        from shadowreplay.anonymize.extras import missing_warnings
+
+        for line in missing_warnings():
+            log.warning("shadowreplay recorder: %s", line)
         log.info("shadowreplay recorder: instance %s writing %s/requests/ (status in %s)", instance, out,
                  fleet.status_path(out, instance))
         if v["metrics_url"]:

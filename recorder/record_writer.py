@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shadowreplay import fleet
+from shadowreplay.anonymize.extras import scrub_metadata
 from shadowreplay.dataset import rows_to_table, write_table
 from shadowreplay.errors import ShadowReplayError
 from shadowreplay.schema import REQUESTS
@@ -341,6 +342,7 @@ class Writer(BoundedIntake):
             if self.config.upstream:
                 meta["recorder.upstream"] = self.config.upstream
             meta.update(self.config.file_metadata)
+            meta.update(scrub_metadata())
             paths = write_table(self.config.out_dir, REQUESTS, table, extra_metadata=meta, name_tag=self.config.instance)
         except Exception as e:  # write_table removes its temporary file: no partial file remains
             self.dropped_write_failed += len(rows)

@@ -155,6 +155,22 @@ def test_japanese_forms(scrubber, text, names):
     assert [text[sp.start : sp.end] for sp in find_spans(text)] == names  # the names, nothing else
 
 
+# the morphological analyser (the ja extra, which the tests install): names in no list and
+# beside no cue, a title after a place; a name heading a company's or a prize's name is none
+@pytest.mark.parametrize("text,names", [
+    ("ストールマンはこの州最高裁命令に反対した。", ["ストールマン"]),
+    ("本名はドルゴルスレン・ダグワドルジ。", ["ドルゴルスレン・ダグワドルジ"]),
+    ("本名カロヤン・ステファノフ・マハリャノフ。", ["カロヤン・ステファノフ・マハリャノフ"]),
+    ("石原慎太郎東京都知事の発言が波紋を呼んだ。", ["石原慎太郎"]),
+    ("2004年には合田正人仏文学科教授が大学の決定に抗議していた。", ["合田正人"]),
+    ("藤本製薬の株価が上がった。", []),
+    ("芥川賞と直木賞の選考会が開かれた。", []),
+    ("ランゲル・フィヨルド（ノルウェー）を訪れた。", []),
+])
+def test_japanese_names_the_analyser_finds(scrubber, text, names):
+    assert [text[sp.start : sp.end] for sp in find_spans(text) if sp.kind == PERSON] == names
+
+
 def test_japanese_surname_and_given_name_alone_after_the_full_name(scrubber):
     text = "山田花子様、ご予約ありがとうございます。山田様のお部屋は三階です。花子様へのお花も届いています。"
     out = scrubber.scrub_text(text).text

@@ -1,7 +1,8 @@
 """The base install (what a gateway host needs) works without the extras: recording, scrubbing,
 replay's modules and DuckDB analysis never import s3fs or pyspark, and asking for S3 or Spark
 without their extra is one line naming it. Run in a fresh interpreter where those packages (and
-the AWS libraries s3fs brings) cannot be imported: a meta path finder refuses them."""
+the AWS libraries s3fs brings, the Japanese analyser) cannot be imported: a meta path finder
+refuses them. Without the ja extra the scrubber still runs and every file says it lacked it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 from tests.conftest import REPO
 
-BLOCKED = ("s3fs", "aiobotocore", "botocore", "boto3", "pyspark", "py4j")
+BLOCKED = ("s3fs", "aiobotocore", "botocore", "boto3", "pyspark", "py4j", "fugashi", "unidic_lite")
 
 SCRIPT = r"""
 import importlib.abc, io, json, sys, contextlib
@@ -40,6 +41,10 @@ w = Writer(WriterConfig(out_dir=Path(out), instance="t"), Scrubber(b"k" * 32), R
 w.submit(ex)
 w.close()
 assert w.rows_written == 1, w.counters()
+import pyarrow.parquet as pq
+from shadowreplay.anonymize.extras import missing_warnings
+ja_meta = [pq.read_metadata(f).metadata.get(b"shadowreplay.anonymize.extra.ja", b"").decode()
+           for f in Path(out).rglob("*.parquet")]
 # replay and the scrub command import; analyze runs on DuckDB
 import shadowreplay.replayer.cli, shadowreplay.replayer.runner, shadowreplay.anonymize.cli, shadowreplay.analysis.cli
 from shadowreplay.cli import main
@@ -56,7 +61,8 @@ loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
 s3 = run("analyze", "s3://bucket/recording")
 s3_record = run("record", "--upstream", "http://127.0.0.1:1", "--out", "s3://bucket/rec", "--key-file", sys.argv[3])
 spark = run("analyze", out, "--engine", "spark")
-print(json.dumps({"loaded": loaded, "s3": s3, "s3_record": s3_record, "spark": spark}))
+print(json.dumps({"loaded": loaded, "s3": s3, "s3_record": s3_record, "spark": spark, "ja_meta": ja_meta,
+                  "warnings": missing_warnings()}))
 """
 
 
@@ -66,6 +72,9 @@ def test_the_base_profile_runs_without_the_extras_and_names_them_when_asked(tmp_
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["loaded"] == []  # recording, scrubbing, analysis: none of the extras' packages
+    # without the ja extra the scrubber says so: in every file's metadata and at the recorder's start
+    assert got["ja_meta"] and all(m.startswith("absent: Japanese names from name lists") for m in got["ja_meta"])
+    assert got["warnings"] == [w for w in got["warnings"] if "pip install 'shadowreplay[ja]'" in w] != []
     for what, extra in (("s3", "s3"), ("s3_record", "s3"), ("spark", "spark")):
         rc, err = got[what]
         assert rc == 2, (what, err)

@@ -153,6 +153,7 @@ def test_sampled_filtered_recording_under_load_metrics_match_the_rows_written(tm
         meta = pq.read_metadata(f).metadata
         assert meta[b"shadowreplay.recorder.sample_rate"] == b"0.5"
         assert meta[b"shadowreplay.recorder.sample_by"] == b"conversation"
+        assert meta[b"shadowreplay.anonymize.extra.ja"].startswith(b"fugashi ")  # the scrubber's optional parts
     # analyze: the estimate of the whole traffic is labelled as such
     res = subprocess.run([sys.executable, "-m", "shadowreplay", "analyze", str(out)], capture_output=True, text=True,
                          cwd=REPO, timeout=120)  # fmt: skip
