@@ -1377,7 +1377,7 @@ CHATTER_TEST_R12 = [
 
 # R13: written after R12 was measured and tuned on (R12 joined dev then), before any tuning on
 # R13; measured once.
-TEST = {
+TEST_R13 = {
     "quoted": {
         "en": ["the shared drive password is '{p}'", "password for Jenkins: \"{p}\"", "sudo password `{p}`"],
         "zh": ["共享盘的密码是'{p}'", "Jenkins 密码：\"{p}\""],
@@ -1467,7 +1467,7 @@ TEST = {
         "ru": ["одноразовый код: {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R13 = [
     "The shared drive has no password.", "Jenkins asks for a password.", "sudo password prompts time out after 5 minutes.",
     "The password should be rotated.", "Password: (temporary, set by IT)", "user and password fields are required",
     "JENKINS_PASSWORD is set by the chart.", "smtp password is optional", "mysql -u app -p prompts for it.",
@@ -1480,6 +1480,112 @@ CHATTER_TEST = [
     "일회용 코드가 만료되었습니다", "У общего диска нет пароля.", "Одноразовый код истёк.",
     "The passphrase is stored in the keychain.", "Rotate the admin password quarterly.", "password: <set me>",
     "The PIN must have four digits.", "Seed phrases are 12 or 24 words.",
+]
+
+# R14: written before R13's misses were read (R13 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["the wifi password's '{p}'", "try \"{p}\" as the password", "for the router I used `{p}`, password-wise"],
+        "zh": ["路由器的密码我设的是「{p}」", "试试用“{p}”当密码"],
+        "es": ["prueba con \"{p}\" como contraseña", "la clave del wifi es '{p}'"],
+        "de": ["probier \"{p}\" als Passwort", "das WLAN-Kennwort lautet '{p}'"],
+        "fr": ["essaie \"{p}\" comme mot de passe", "le code wifi c'est '{p}'"],
+        "pt": ["tenta \"{p}\" como senha", "a senha do wifi é '{p}'"],
+        "ja": ["パスワードに「{p}」を試してみて", "Wi-Fiのパスワードは「{p}」"],
+        "ko": ["비밀번호로 \"{p}\" 써 봐", "와이파이 비번은 '{p}'"],
+        "ru": ["попробуй \"{p}\" как пароль", "пароль от вайфая «{p}»"],
+    },
+    "copula": {
+        "en": ["the passcode is {p}", "pwd: {p}", "my login password has been {p} since March"],
+        "zh": ["登录密码一直是{p}", "口令：{p}"],
+        "es": ["la clave es {p}", "mi contraseña de acceso es {p} desde marzo"],
+        "de": ["das Kennwort ist {p}", "mein Login-Passwort ist seit März {p}"],
+        "fr": ["le code d'accès est {p}", "mon mot de passe de connexion est {p} depuis mars"],
+        "pt": ["a senha de acesso é {p}", "minha senha é {p} desde março"],
+        "ja": ["ログインパスワードは{p}です", "暗証番号は{p}"],
+        "ko": ["로그인 비밀번호는 {p}입니다", "암호: {p}"],
+        "ru": ["пароль для входа {p}", "мой пароль с марта {p}"],
+    },
+    "pair": {
+        "en": ["login: {u}  pass: {p}", "creds are {u}/{p}"],
+        "zh": ["登录名：{u} 口令：{p}"],
+        "es": ["login: {u} clave: {p}"],
+        "de": ["Login: {u} Kennwort: {p}"],
+        "fr": ["identifiant : {u} mdp : {p}"],
+        "pt": ["login: {u} senha: {p}"],
+        "ja": ["ログインID：{u} パスワード：{p}"],
+        "ko": ["아이디: {u} 비번: {p}"],
+        "ru": ["логин: {u} пароль: {p}"],
+    },
+    "config": {
+        "en": ["MYSQL_ROOT_PASSWORD: {p}", "[database]\npassword = {p}", "spring.datasource.password={p}", "<password>{p}</password>"],
+        "zh": ["配置文件里 MYSQL_ROOT_PASSWORD: {p}"],
+        "es": ["en el .env: DB_PASSWORD={p}"],
+        "de": ["in der application.properties: spring.datasource.password={p}"],
+        "fr": ["dans le fichier : <password>{p}</password>"],
+        "pt": ["no docker-compose: MYSQL_ROOT_PASSWORD: {p}"],
+        "ja": ["設定ファイル: [database] password = {p}"],
+        "ko": ["설정 파일: spring.datasource.password={p}"],
+        "ru": ["в конфиге: MYSQL_ROOT_PASSWORD: {p}"],
+    },
+    "command": {
+        "en": ["docker login -u deploy -p {p} registry.local", "curl -u admin:{p} https://api.local/health", "psql \"host=db user=app password={p}\""],
+        "zh": ["运行 docker login -u deploy -p {p}"],
+        "es": ["ejecuta curl -u admin:{p} https://api.local"],
+        "de": ["Befehl: docker login -u deploy -p {p}"],
+        "fr": ["lance : curl -u admin:{p} https://api.local"],
+        "pt": ["rode: psql \"host=db user=app password={p}\""],
+        "ja": ["コマンド: curl -u admin:{p} https://api.local"],
+        "ko": ["명령: docker login -u deploy -p {p}"],
+        "ru": ["команда: curl -u admin:{p} https://api.local"],
+    },
+    "uri": {
+        "en": ["git clone https://deploy:{p}@git.internal/app.git", "amqp://guest:{p}@rabbit:5672/"],
+        "zh": ["克隆地址 https://deploy:{p}@git.internal/app.git"],
+        "es": ["URL: amqp://guest:{p}@rabbit:5672/"],
+        "de": ["URL: ftp://backup:{p}@nas.local/share"],
+        "fr": ["URL : amqp://guest:{p}@rabbit:5672/"],
+        "pt": ["URL: ftp://backup:{p}@nas.local"],
+        "ja": ["URL: https://deploy:{p}@git.internal"],
+        "ko": ["URL: amqp://guest:{p}@rabbit:5672/"],
+        "ru": ["URL: ftp://backup:{p}@nas.local"],
+    },
+    "passphrase": {
+        "en": ["the wallet's 12 words: {w}", "key passphrase is {w}", "mnemonic = {w}"],
+        "zh": ["助记词是 {w}"],
+        "es": ["las palabras semilla: {w}"],
+        "de": ["die Seed-Phrase lautet {w}"],
+        "fr": ["la phrase de récupération est {w}"],
+        "pt": ["as palavras-semente: {w}"],
+        "ja": ["ニーモニックは {w}"],
+        "ko": ["니모닉: {w}"],
+        "ru": ["мнемоническая фраза: {w}"],
+    },
+    "pin": {
+        "en": ["card PIN {n}", "the door code is {n}", "2FA code: {n}"],
+        "zh": ["银行卡密码是{n}", "动态码 {n}"],
+        "es": ["el PIN de la tarjeta es {n}", "código 2FA: {n}"],
+        "de": ["die Karten-PIN ist {n}"],
+        "fr": ["le code de la porte est {n}"],
+        "pt": ["o PIN do cartão é {n}"],
+        "ja": ["カードの暗証番号は{n}"],
+        "ko": ["카드 비밀번호는 {n}"],
+        "ru": ["ПИН-код карты {n}"],
+    },
+}
+CHATTER_TEST = [
+    "The wifi password is printed on the router.", "Try resetting the password first.", "What's the passcode policy?",
+    "pwd prints the working directory.", "My login password expired.", "login and pass fields are empty",
+    "MYSQL_ROOT_PASSWORD must be set.", "spring.datasource.password is read from the vault.", "docker login asks for a password.",
+    "curl -u prompts for the password if you leave it out.", "git clone asks for credentials.", "The mnemonic has 12 words.",
+    "Your card PIN is never sent by email.", "The door code changes monthly.", "2FA codes are six digits.",
+    "路由器的密码印在背面", "动态码已发送", "La clave del wifi está en el router.", "El PIN de la tarjeta es secreto.",
+    "Das Kennwort ist abgelaufen.", "Die Karten-PIN wurde gesperrt.", "Le code wifi est sous la box.",
+    "Le code de la porte a changé.", "A senha do wifi está no roteador.", "O PIN do cartão foi bloqueado.",
+    "パスワードは8文字以上にしてください", "暗証番号を3回間違えました", "와이파이 비번은 공유기 뒤에 있어요",
+    "카드 비밀번호를 잊어버렸어요", "Пароль от вайфая на роутере.", "ПИН-код карты заблокирован.",
+    "The password is the same as before.", "Passwords must not contain spaces.", "password: ********",
+    "Enter the code from your authenticator app.", "The passphrase was too short.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1550,10 +1656,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13)
 
 
 def chatter(split: str) -> list[str]:
