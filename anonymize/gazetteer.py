@@ -215,7 +215,7 @@ ZH_PLACES: frozenset[str] = frozenset(
 ) | _words("zh_world_places.txt.gz", "utf-8")
 
 # Capitalised words that are in the name lists but are, in running text, mostly something else:
-# months, days, places, languages, products. A run made only of these is not a person.
+# months, days, places, languages, products and tools. A run made only of these is not a person.
 NOT_PERSON_WORDS: frozenset[str] = frozenset(
     """January February March April May June July August September October November December
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday Christmas Easter Halloween
@@ -236,6 +236,10 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
     Linux Windows Ubuntu Debian Docker Kubernetes Django Flask React Angular Vue Node Apple Google
     Amazon Microsoft Meta Tesla Nvidia Intel Oracle Adobe Netflix Uber Airbnb Spotify Twitter Facebook
     Claude Gemini Llama Mistral Qwen Gemma Phi Falcon Vicuna Alpaca Siri Alexa Cortana Copilot
+    Jenkins Kafka Selenium Celery Apache Tomcat Jetty Jira Heroku Slack
+    Chrome Firefox Safari Opera Outlook Bamboo Grafana Kibana Prometheus Sentry Ansible Puppet Vagrant
+    Consul Nomad Vault Helm Istio Envoy Jest Mocha Karma Gradle Maven Bazel Webpack Babel Pandas Keras
+    Hadoop Hive Flink Airflow Dagster Jupyter Postman Figma Notion Trello Asana Redis Nginx
     God Jesus Christ Lord Allah Buddha Bible Mars Venus Jupiter Saturn Mercury Pluto Earth Moon Sun
     Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun""".split()

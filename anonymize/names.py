@@ -500,8 +500,8 @@ def _only_word(c: tuple[bool, bool, bool, bool]) -> bool:
     return c[2] and not c[0] and not c[1]
 
 
-# articles, determiners and pronouns of the European languages: before a lower-case word they
-# start a sentence (`Le chat`, `Das Passwort muss`, `El perro`), they are no one's name
+# articles, determiners and pronouns of the European languages: before a lower-case word or an
+# acronym they start a sentence (`Le chat`, `Das Passwort muss`, `El PIN`), they are no one's name
 _FUNCTION_WORDS = frozenset(
     "Le La Les Un Une Des Du Ce Cette Ces Il Elle Ils Elles Nous Vous Je Mon Ma Mes Son Sa Ses Notre Votre Leur Leurs "
     "Der Die Das Den Dem Ein Eine Einen Einem Einer Ich Wir Mein Meine Dein Deine Sein Seine Unser Unsere Dieser Diese Dieses "
@@ -510,12 +510,16 @@ _FUNCTION_WORDS = frozenset(
     "Gli Uno Questo Questa Quel Quella Het Een Deze Dit".split())
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,6}(?![\w])")
+
+
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
-    if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and text[e + 1].islower():
-        return
+    if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and (
+            text[e + 1].islower() or _ACRONYM.match(text, e + 1)):
+        return  # (`El perro`, `El PIN caducó`)
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
     if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
         # in a line of code only listed names count: no rare words, no capital-in-sentence

@@ -197,8 +197,8 @@ _COMMANDS: tuple[tuple[tuple[str, ...], bool, re.Pattern], ...] = tuple(
     (lits, prose, re.compile(p)) for lits, prose, p in (
     (("mysql", "mariadb"), False,
      r"(?<![\w-])(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n\x00]*?[ \t]-p(?P<v>['\"]?[^\s\x00\"'`]+['\"]?)"),
-    (("sshpass",), False, r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<v>[^\s\x00]+)"),
-    (("redis-cli",), False, r"(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<v>[^\s\x00]+)"),
+    (("sshpass",), True, r"(?<![\w-])sshpass[ \t]+-p[ \t]*(?P<v>[^\s\x00]+)"),
+    (("redis-cli",), True, r"(?<![\w-])redis-cli\b[^\n\x00]*?[ \t]-a[ \t]+(?P<v>[^\s\x00]+)"),
     (("curl",), False, r"(?<![\w-])curl\b[^\n\x00]*?[ \t](?:-u|--user)[ \t]+[\"']?[^:\s\x00\"']+:(?P<v>[^\s\x00\"']+)"),
     (("smb", "rpcclient"), False,
      r"(?<![\w-])(?:smbclient|rpcclient|smbmap|smbget)\b[^\n\x00]*?[ \t](?:-U|--user(?:=|[ \t]))[ \t]*[^%\s\x00]+%(?P<v>[^\s\x00]+)"),
@@ -513,7 +513,7 @@ class DeclaredSecrets:
 
     @staticmethod
     def _phrase(text: str, p: int, out: list[Candidate]) -> None:
-        """A passphrase's words, to the end of its clause: at most eight words, 64 characters."""
+        """A passphrase's words, to the end of its clause: three to eight words, 64 characters."""
         e = p
         words = 0
         n = len(text)
@@ -528,7 +528,7 @@ class DeclaredSecrets:
                 break
             e += 1
         e = e if e > p and text[e - 1] != " " else e - 1
-        if e - p >= 8 and " " in text[p:e]:
+        if e - p >= 8 and text.count(" ", p, e) >= 2:  # (three words at least: not `written down`)
             value = text[p:e]
             first = value.split(" ", 1)[0].lower()
             prose = any(w in _PROSE_WORDS for w in value.lower().split()[1:])  # `is asked at boot`: a clause
@@ -638,13 +638,14 @@ _PROSE_WORDS = frozenset("at the a an to in on of for with by from is are was be
 
 
 def _compound(text: str, s: int) -> bool:
-    """`WLAN-Passwort`, `Root-Kennwort`: a word joined to a secret word by a hyphen in prose
-    (a letter run before the hyphen with a space or the start before it), not `db-password`."""
+    """`WLAN-Passwort`, `Root-Kennwort`, `sudo-Passwort`: a word joined to a secret word by a
+    hyphen in prose (a letter run before the hyphen with a space or the start before it, one of
+    the two capitalised), not `db-password`."""
     i = s - 1
     j = i
     while j > 0 and text[j - 1].isalpha():
         j -= 1
-    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and text[j].isupper()
+    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and (text[j].isupper() or text[s].isupper())
 
 
 def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate]) -> None:
