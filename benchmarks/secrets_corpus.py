@@ -1483,7 +1483,7 @@ CHATTER_TEST_R13 = [
 ]
 
 # R14: written before R13's misses were read (R13 joined dev then); measured once.
-TEST = {
+TEST_R14 = {
     "quoted": {
         "en": ["the wifi password's '{p}'", "try \"{p}\" as the password", "for the router I used `{p}`, password-wise"],
         "zh": ["路由器的密码我设的是「{p}」", "试试用“{p}”当密码"],
@@ -1573,7 +1573,7 @@ TEST = {
         "ru": ["ПИН-код карты {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R14 = [
     "The wifi password is printed on the router.", "Try resetting the password first.", "What's the passcode policy?",
     "pwd prints the working directory.", "My login password expired.", "login and pass fields are empty",
     "MYSQL_ROOT_PASSWORD must be set.", "spring.datasource.password is read from the vault.", "docker login asks for a password.",
@@ -1586,6 +1586,111 @@ CHATTER_TEST = [
     "카드 비밀번호를 잊어버렸어요", "Пароль от вайфая на роутере.", "ПИН-код карты заблокирован.",
     "The password is the same as before.", "Passwords must not contain spaces.", "password: ********",
     "Enter the code from your authenticator app.", "The passphrase was too short.",
+]
+
+# R15: written before R14's misses were read (R14 joined dev then); measured once.
+TEST = {
+    "quoted": {
+        "en": ["can you check why login fails with password \"{p}\"?", "my password (\"{p}\") isn't accepted", "the admin pass is `{p}`"],
+        "zh": ["用密码“{p}”登录失败", "管理员密码是`{p}`"],
+        "es": ["no acepta la contraseña \"{p}\"", "la contraseña del admin es `{p}`"],
+        "de": ["das Admin-Passwort ist `{p}`", "er akzeptiert das Passwort \"{p}\" nicht"],
+        "fr": ["il refuse le mot de passe \"{p}\"", "le mot de passe admin est `{p}`"],
+        "pt": ["não aceita a senha \"{p}\"", "a senha do admin é `{p}`"],
+        "ja": ["パスワード「{p}」でログインできません", "管理者パスワードは`{p}`"],
+        "ko": ["비밀번호 \"{p}\"로 로그인이 안 돼요", "관리자 비밀번호는 `{p}`"],
+        "ru": ["не принимает пароль \"{p}\"", "пароль админа `{p}`"],
+    },
+    "copula": {
+        "en": ["admin password = {p} (don't share)", "The password for the staging DB is {p}.", "pass is {p}"],
+        "zh": ["管理员密码为{p}", "数据库密码是 {p} 别外传"],
+        "es": ["la contraseña de la base de datos es {p}.", "pass: {p}"],
+        "de": ["das Passwort der Datenbank ist {p}.", "Passwort lautet jetzt {p}"],
+        "fr": ["le mot de passe de la base est {p}.", "mdp = {p}"],
+        "pt": ["a senha do banco é {p}.", "senha agora é {p}"],
+        "ja": ["データベースのパスワードは {p} です。", "パスワード変更しました→{p}"],
+        "ko": ["데이터베이스 비밀번호는 {p} 입니다.", "비번 {p}"],
+        "ru": ["пароль от базы {p}.", "пароль теперь {p}"],
+    },
+    "pair": {
+        "en": ["username: {u}\npassword: {p}", "{e} and password {p}"],
+        "zh": ["账号：{e}\n密码：{p}"],
+        "es": ["usuario: {u}\ncontraseña: {p}"],
+        "de": ["Benutzername: {u}, Passwort: {p}"],
+        "fr": ["utilisateur : {u}, mot de passe : {p}"],
+        "pt": ["usuário: {u}\nsenha: {p}"],
+        "ja": ["ユーザー名：{u}\nパスワード：{p}"],
+        "ko": ["아이디 {u} / 비밀번호 {p}"],
+        "ru": ["логин {u}, пароль {p}"],
+    },
+    "config": {
+        "en": ["POSTGRES_PASSWORD: \"{p}\"", "  \"password\": \"{p}\",", "password = '{p}'  # TODO move to vault", "api_secret: {p}"],
+        "zh": ["环境变量 POSTGRES_PASSWORD={p}"],
+        "es": ["variable: POSTGRES_PASSWORD={p}"],
+        "de": ["in config.toml: password = \"{p}\""],
+        "fr": ["dans settings.py : PASSWORD = '{p}'"],
+        "pt": ["no config.yaml: password: {p}"],
+        "ja": ["config.yaml に password: {p}"],
+        "ko": ["환경 변수 POSTGRES_PASSWORD={p}"],
+        "ru": ["в .env: DB_PASS={p}"],
+    },
+    "command": {
+        "en": ["mysqldump -uroot -p{p} app > dump.sql", "PGPASSWORD={p} psql -h db -U app", "az login -u ops@corp.example -p {p}"],
+        "zh": ["命令：PGPASSWORD={p} psql -h db"],
+        "es": ["comando: mysqldump -uroot -p{p} app"],
+        "de": ["Befehl: az login -u ops -p {p}"],
+        "fr": ["commande : PGPASSWORD={p} psql -h db"],
+        "pt": ["comando: mysqldump -uroot -p{p} app"],
+        "ja": ["コマンド: PGPASSWORD={p} psql -h db"],
+        "ko": ["명령어: az login -u ops -p {p}"],
+        "ru": ["команда: mysqldump -uroot -p{p} app"],
+    },
+    "uri": {
+        "en": ["mongodb+srv://admin:{p}@cluster0.example.net/db", "smtp://mailer:{p}@smtp.example.com:587"],
+        "zh": ["连接串 mongodb+srv://admin:{p}@cluster0.example.net"],
+        "es": ["cadena: smtp://mailer:{p}@smtp.example.com:587"],
+        "de": ["Verbindung: mongodb+srv://admin:{p}@cluster0.example.net"],
+        "fr": ["connexion : smtp://mailer:{p}@smtp.example.com"],
+        "pt": ["conexão: mongodb+srv://admin:{p}@cluster0.example.net"],
+        "ja": ["接続文字列: smtp://mailer:{p}@smtp.example.com"],
+        "ko": ["연결 문자열: mongodb+srv://admin:{p}@cluster0.example.net"],
+        "ru": ["строка подключения: smtp://mailer:{p}@smtp.example.com"],
+    },
+    "passphrase": {
+        "en": ["my seed: {w}", "the 4-word passphrase is {w}", "BIP39 words: {w}"],
+        "zh": ["钱包助记词：{w}"],
+        "es": ["mi frase semilla es {w}"],
+        "de": ["meine Passphrase: {w}"],
+        "fr": ["ma phrase secrète est {w}"],
+        "pt": ["minha frase-senha é {w}"],
+        "ja": ["シードフレーズ：{w}"],
+        "ko": ["시드 문구는 {w}"],
+        "ru": ["моя парольная фраза: {w}"],
+    },
+    "pin": {
+        "en": ["verification code {n}", "my ATM pin is {n}", "OTP {n}"],
+        "zh": ["短信验证码 {n}", "取款密码是{n}"],
+        "es": ["código de verificación {n}", "mi PIN es {n}"],
+        "de": ["Bestätigungscode {n}"],
+        "fr": ["code de vérification {n}"],
+        "pt": ["código de verificação {n}"],
+        "ja": ["確認コードは{n}です"],
+        "ko": ["인증번호 {n}"],
+        "ru": ["код подтверждения {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Why does login fail with the correct password?", "The admin password is stored in Vault.", "pass is a Unix password manager.",
+    "The password for staging is in 1Password.", "Passwords are compared in constant time.",
+    "username and password go in the Authorization header", "POSTGRES_PASSWORD is required by the image.",
+    "password = '' disables auth", "mysqldump -p asks for the password.", "PGPASSWORD is read by psql.", "az login opens a browser.",
+    "The seed is generated on the device.", "BIP39 words come from a list of 2048.", "Verification codes are sent by SMS.",
+    "My ATM pin was blocked.", "OTP stands for one-time password.", "用密码登录失败了", "管理员密码存放在保险库里",
+    "La contraseña del admin está en el gestor.", "No acepta la contraseña.", "Das Admin-Passwort steht im Tresor.",
+    "Das Passwort wird nicht akzeptiert.", "Le mot de passe admin est dans le coffre.", "Il refuse le mot de passe.",
+    "A senha do admin está no cofre.", "Não aceita a senha.", "パスワードでログインできません", "管理者パスワードは金庫にあります",
+    "비밀번호로 로그인이 안 돼요", "관리자 비밀번호는 금고에 있어요", "Не принимает пароль.", "Пароль админа в сейфе.",
+    "The passphrase is at least four words.", "Ask IT for the password.", "password: null", "Enter the verification code.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1656,10 +1761,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14)
 
 
 def chatter(split: str) -> list[str]:
