@@ -389,7 +389,7 @@ class DeclaredSecrets:
             if fam == "seed":  # (`сид-фраза`: no identifier)
                 _seed_words(doc, s, out)
                 continue
-            if e < n and (text[e] in "_-" or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
+            if e < n and ((text[e] in "_-" and not _PROSE_SUFFIX.match(lo, e)) or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
                 continue  # part of an identifier: the config-line recognizer reads it
             if fam != "username":
                 near.append((s, e, fam))
@@ -635,6 +635,9 @@ _NOT_PHRASE_START = frozenset(
 
 # function words of a clause, which a passphrase of chosen words does not hold: `asked at boot`
 _PROSE_WORDS = frozenset("at the a an to in on of for with by from is are was be it this that or and words characters letters digits".split())
+
+
+_PROSE_SUFFIX = re.compile(r"-(?:wise|related)(?![\w-])")  # `password-wise`: a word of prose, no identifier
 
 
 def _compound(text: str, s: int) -> bool:
