@@ -99,9 +99,10 @@ _SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t\u00bf\u00a1")  
 
 # German function words, hardly ever English ones: two of them near a candidate make its
 # sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
-_GERMAN = re.compile(r"(?<![\w\-])(?:Der|Das|Ich|Ein|Eine|Wir|Sie|Es|Mit|Auf|Für|Bei|Nach|Von|Zu|muss|soll|hat|und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
+_GERMAN = re.compile(r"(?<![\w\-])(?:Der|Das|Er|Im|Ich|Ein|Eine|Wir|Sie|Es|Mit|Auf|Für|Bei|Nach|Von|Zu|muss|soll|hat|und|der|das|nicht|ist|ich|du|er|sie|mit|auf|für|über|ein|eine|einen|zu|von|dem|des|sich"
                      r"|auch|wir|ihr|uns|mir|dir|mich|dich|ihn|ihm|sind|wird|noch|nach|bei|aus|wie|oder|aber|haben|habe|werden"
-                     r"|sehr|schon|kein|keine|bitte|kann|kannst|können|zum|zur|vom|ob|heute|morgen|jetzt|danke)(?![\w\-])")
+                     r"|sehr|schon|kein|keine|bitte|kann|kannst|können|zum|zur|vom|ob|heute|morgen|jetzt|danke"
+                     r"|im|beim|ins|einem|einer|eines|diese|dieser|dieses|wurde|wurden|gibt|steht|nur|hier|dann|wenn|weil|dass|doch|immer)(?![\w\-])")
 _GERMAN_WINDOW = 120  # characters either side of a candidate
 _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient patientin kollege kollegin".split())
 
@@ -109,8 +110,8 @@ _GERMAN_CUES = frozenset("herr frau liebe lieber hallo kunde kundin patient pati
 _LOWER_WORD = re.compile("[" + "a-z\u00df-\u00ff" + "]{3,}")
 # what almost every German text has somewhere: a text with none of these is not looked at closer
 # (one regular expression, which starts only at spaces, and the letters only in non-ASCII text)
-_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat |Der |Die |Das |Ich |Ein |Wir )")
-_GERMAN_HINT_STARTS = ("Der ", "Die ", "Das ", "Ich ", "Ein ", "Wir ")  # a sentence's first word
+_GERMAN_HINT_WORDS = re.compile(" (?:und |der |die |das |ist |nicht |ich |du |er |sie |mit |ein|zu |auf |muss |hat |im |Der |Die |Das |Ich |Ein |Wir )")
+_GERMAN_HINT_STARTS = ("Der ", "Die ", "Das ", "Ich ", "Ein ", "Wir ", "Er ", "Es ")  # a sentence's first word
 _GERMAN_HINT_LETTERS = ("\u00e4", "\u00f6", "\u00fc", "\u00df")
 
 
@@ -511,6 +512,18 @@ _FUNCTION_WORDS = frozenset(
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}(?![\w])")
+_CAP_WORD = re.compile(r"[A-Z\u00c0-\u00de][a-z\u00df-\u00ff]+")
+
+
+def _common_noun_at(text: str, i: int) -> bool:
+    """A capitalised word at text[i] that is a frequent German or an English word and no listed
+    name: a noun after an article (`Das Passwort`), not a name's second part."""
+    m = _CAP_WORD.match(text, i)
+    if m is None:
+        return False
+    w = m.group()
+    lw = w.lower()
+    return (lw in german_words() or lw in ENGLISH_WORDS) and w not in NAME_FIRST and w not in NAME_LAST
 
 
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
@@ -518,8 +531,8 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
     if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and (
-            text[e + 1].islower() or _ACRONYM.match(text, e + 1)):
-        return  # (`El perro`, `El PIN caducó`)
+            text[e + 1].islower() or _ACRONYM.match(text, e + 1) or _common_noun_at(text, e + 1)):
+        return  # (`El perro`, `El PIN caducó`, `Das Passwort lautet`)
     listed = any(c is not None and (c[0] or c[1]) for _, _, _, c in g)
     if (not listed or any(c is not None and c[3] for _, _, _, c in g)) and code.at(s):
         # in a line of code only listed names count: no rare words, no capital-in-sentence

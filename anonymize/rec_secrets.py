@@ -305,16 +305,23 @@ _PHRASE_WORDS = ("phrase", "frase", "фраз", "кодовое слово", "�
                  "프레이즈", "문구", "구문", "니모닉", "satz", "mnemon", "мнемони", " words", "wörter", "mots de récup", "palabras", "palavras")
 
 
+_GLUED = re.compile("[\u3040-\u9fff]")  # kana and CJK: written without a space before
+
+
 @functools.cache
 def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ahocorasick.Automaton]:
     """(the scan over every secret word of every language, the copulas, phrase -> its family
     (password, passphrase, key, pin, username), the passphrase words, where phrases may start)"""
     family: dict[str, str] = {}
     copulas: list[str] = []
+    grammar = context_words("password")
+    prepositions, qualifiers = grammar.get("preposition", []), grammar.get("qualifier", [])
     for fam in ("seed", "key", "username", "pin", "password"):  # (a later family wins a shared phrase)
         for lang, phrases in context_words(fam).items():
             if lang == "copula":
                 copulas += phrases
+                continue
+            if lang in ("head", "preposition", "qualifier"):  # (grammar: _seed_grammar, between)
                 continue
             for p in phrases:
                 family[p] = fam
@@ -328,9 +335,11 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                r"(?:[ \t]*\([^()\n\x00]{1,30}\))?"  # `seed phrase (keep offline): ...`
                # `パスワード変更後：X`, `비밀번호 변경됨: X`: a short CJK word, a colon, a typed value
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~]))?"
-               r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:for|to|of|on|at|de|do|da|del|du|des|für|von|vom|zum|zur|для|от)(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：]|->)))?"
+               r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:" + alternation(prepositions)
+               + r"(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`
                + alternation(copulas)
-               + r"(?:[ \t]+(?:now|still|jetzt|nun|noch|immer noch|ahora|maintenant|toujours|agora|ainda|теперь|сейчас|всё ещё|все еще|아직)|まだ)?"  # `is now X`
+               + r"(?:[ \t]+" + alternation([q for q in qualifiers if not _GLUED.match(q)])
+               + "|" + alternation([q for q in qualifiers if _GLUED.match(q)]) + ")?"  # `is now X`, `はまだX`
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
 
@@ -774,19 +783,31 @@ def _password_after(doc: Doc, p: int) -> bool:
 
 
 # a wallet's seed words: `recovery words: w1 w2 w3 w4 ...`, `mi frase semilla: ...`, `시드 문구는
-# ...`: words of a list (no function word among them) after a colon or copula that follows a word
-# for what they restore (data/context-seed.txt) and a word for words or a phrase
-_SEED_HEAD = ("phrase", "words", "word", "seed", "wallet", "semilla", "semente", "мнемоник", "シード", "种子", "種子", "니모닉", "시드", "mnemonic", "bip39", "bip-39", "frase", "palabras", "palavras", "mots", "wörter", "woerter",
-              "satz", "фраз", "слов", "문구", "단어", "구문", "フレーズ", "ワード", "単語", "词", "詞", "短语", "短語", "助记", "助記")
-_SEED_TO_VALUE = re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t](?:is|are|es|son|é|são|est|sont|ist|lautet|sind|это|—|–)[ \t]"
-                            r"|是|为|為|は|는|은)[ \t]*")
+# ...`: words of a list (no function word among them) after a colon or a copula (the password
+# words' copulas) that follows a word for what they restore and a word for words or a phrase
+# (data/context-seed.txt, its `head` lines)
 _SEED_WORDS = re.compile(r"[a-z]{3,8}(?:[ \t]+[a-z]{3,8}){3,23}(?=$|[\s.,;!?。，；！？」』）)]|[^\x00-\u04ff])")
+
+
+@functools.cache
+def _seed_grammar() -> tuple[tuple[str, ...], re.Pattern]:
+    """(the words for words or a phrase, what leads from the seed word to its value)."""
+    heads = tuple(context_words("seed").get("head", ()))
+    copulas = [c for c in context_words("password").get("copula", ()) if c not in (":", "：", "=")]
+    spaced = [c for c in copulas if _LATIN_OR_DASH.search(c)]
+    glued = [c for c in copulas if not _LATIN_OR_DASH.search(c)]
+    return heads, re.compile(r"[^\n\x00:：=]{0,40}?(?:[ \t]*[:：=]|[ \t]" + alternation(spaced, bounded=False) + r"[ \t]|"
+                             + alternation(glued, bounded=False) + r")[ \t]*")
+
+
+_LATIN_OR_DASH = re.compile("[A-Za-z\u00c0-\u04ff\u2013\u2014<>=-]")
 
 
 def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
     lo = doc.lo
-    m = _SEED_TO_VALUE.match(lo, s)
-    if not m or not any(h in lo[max(0, s - 24) : m.end()] for h in _SEED_HEAD):
+    heads, to_value = _seed_grammar()
+    m = to_value.match(lo, s)
+    if not m or not any(h in lo[max(0, s - 24) : m.end()] for h in heads):
         return
     w = _SEED_WORDS.match(doc.text, m.end())
     if w and not any(x in _PROSE_WORDS or x in _NOT_PHRASE_START for x in w.group().split()):
@@ -799,10 +820,10 @@ def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
 _SLASH_PAIR = re.compile(
     r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
     r"(?:(?P<pl>p|pw|pwd|pass)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
-_SIGN_IN = ("creds", "credentials", "zugang", "acesso", "acceso", "accès", "учётка", "учетка", "доступ", "account", "konto", "compte",
-            "conta", "cuenta", "аккаунт", "アカウント", "계정", "账户", "帐户", "帳戶", "credenciales", "credenciais", "identifiants", "zugangsdaten", "учетные данные", "учётные данные",
-            "認証情報", "계정 정보", "凭据", "憑據", "log in", "login", "log-in", "sign in", "sign-in", "logon", "ログイン", "로그인", "登录", "登入", "登錄", "anmelden", "einloggen",
-            "iniciar sesión", "inicia sesión", "connecter", "connexion", "entrar", "acesse", "войти", "вход", "войди")
+@functools.cache
+def _sign_in() -> tuple[str, ...]:
+    """Words of logging in or of an account (data/context-signin.txt), every language."""
+    return tuple(w for ws in context_words("signin").values() for w in ws)
 
 
 # `jdoe:P (user:pass)`: a login and a password joined by a colon, on a line that says so
@@ -843,7 +864,7 @@ class LoginPairs:
                 a = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 40)
                 b = text.find("\n", m.end())
                 line = doc.lo[a : min(m.end() + 40, b if b >= 0 else len(text))]
-                if not any(w in line for w in _SIGN_IN):
+                if not any(w in line for w in _sign_in()):
                     continue
             out.append(Candidate(m.start("u"), ue, SECRET, WEAK, NONE, FOUND))
             out.append(Candidate(m.start("p"), pe, SECRET, WEAK, NONE, FOUND))

@@ -8,8 +8,10 @@ import pytest
 from shadowreplay.anonymize import Scrubber
 
 UNCHANGED = [
-    # a product after "such as" / "like" taken for a person
-    "I use a password manager such as Bitwarden.",
+    # a product after "such as" / "like" taken for a person; a tool that is a surname, alone
+    "I use a password manager such as Bitwarden.", "Jenkins asks for a password.",
+    # an article before an acronym or a noun starts a sentence; German nouns beside few function words
+    "El PIN caducó.", "Le PIN a expiré.", "Das Admin-Passwort steht im Tresor.", "Er steht im Tresor.",
     "Can you recommend a tool like Grafterix for this?",
     # code after a credential word
     "if not password: raise ValueError('password is required')",
@@ -75,6 +77,7 @@ STILL_FOUND = [
     ("call 415-555-2671x565", "415-555-2671"),
     ("my name is lena andersson", "lena"),
     ("I met Carla yesterday.", "Carla"),
+    ("Mr. Jenkins asks for a password.", "Jenkins"), ("El Greco pintó.", "Greco"),
     ("https://x.io/api?token=abcdef123456&page=2", "abcdef123456"),  # the token, not the next parameter
     ("Le Van Thanh came.", "Thanh"),
     # what the rules above must not drop

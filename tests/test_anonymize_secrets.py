@@ -38,6 +38,16 @@ CASES = [
     ("passphrase", "zh", "口令是 marble garden river lantern", ["marble garden river lantern"]),
     ("passphrase", "ko", "암호: window candle violet stone", ["window candle violet stone"]),
     ("passphrase", "en", "mnemonic: window maple copper river", ["window maple copper river"]),
+    # modal copulas and verbs of staying; a German compound with a lower-case first part
+    ("copula", "en", "the sudo password should be Garden2255_", ["Garden2255_"]),
+    ("copula", "es", "la contraseña de sudo debería ser quietgarden222", ["quietgarden222"]),
+    ("copula", "de", "das sudo-Passwort sollte Tr0ub4dor23$ sein", ["Tr0ub4dor23$"]),
+    ("copula", "zh", "登录密码一直是Paper1584?", ["Paper1584"]),
+    ("copula", "pt", "a senha continua Fw?.U@7.6", ["Fw?.U@7.6"]),
+    ("copula", "fr", "le code d'accès est papermaple640", ["papermaple640"]),
+    ("pin", "es", "código 2FA: 376767", ["376767"]),
+    ("pin", "ko", "일회용 코드: 337631", ["337631"]),
+    ("quoted", "en", "for the router I used `lanterntiger980`, password-wise", ["lanterntiger980"]),
     ("passphrase", "de", "Die Wiederherstellungsphrase lautet maple violet paper candle", ["maple violet paper candle"]),
     # a door code, a value after three words and a colon, a password whose first letter stands alone
     ("pin", "de", "der Türcode ist 940424", ["940424"]),
@@ -265,6 +275,7 @@ UNCHANGED = [
     "docker login --username ci",
     "The recovery phrase is 12 or 24 words.", 'x = os.environ.get("PASSWORD", "default")', "net user admin * /add",
     "net user guest /active:no", "The password hint is 'favourite pet'.", "密码错误：请重试", "backup: daily weekly monthly yearly",
+    "The mnemonic must be written down.", "redis-cli -a shows a warning.", "sshpass -p is discouraged.",
     "mysql -p asks for the password", "zip -P is insecure.", "keytool asks for the store password.", "Basic auth sends the password base64-encoded.", "the password manager -> a vault", 'key = jwk.import_key("your-secret-key", "oct")', "echo $TOKEN | docker login -u x --password-stdin", "Use the app to verify it",
 ]
 
