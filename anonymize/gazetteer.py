@@ -91,6 +91,15 @@ def _words(name: str, encoding: str = "ascii") -> frozenset[str]:
         return frozenset(f.read().split())
 
 
+def _lines(name: str) -> frozenset[str]:
+    """The words of a plain word list in data/, one a line (`#` starts a comment line)."""
+    text = (Path(__file__).with_name("data") / name).read_text(encoding="utf-8")
+    return frozenset(w.strip() for w in text.splitlines() if w.strip() and not w.startswith("#"))
+
+
+# nouns that end the name of a thing (`Backus-Naur Form`, `Wolfram Research`)
+TERM_HEADS: frozenset[str] = _lines("term_heads.txt")
+
 # Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
 # words as well as names, "carla" and "nakamura" are not.
 ENGLISH_WORDS: frozenset[str] = _words("english_words.txt.gz")

@@ -24,7 +24,7 @@ import re
 
 from .gazetteer import (
     COMMON_TOKENS, COMMON_WORDS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
-    NOT_PERSON_WORDS, PLACES_EN, TITLES, german_words,
+    NOT_PERSON_WORDS, PLACES_EN, TERM_HEADS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk, is_hangul, latin_letters, unspaced_name_char
 from .names_ja import (
@@ -90,6 +90,41 @@ _NAMING_CUES = frozenset("dear hi hello hey customer patient named called".split
 # the word right before a rare capitalised word that makes it a thing, not a person: a product
 # or a tool (`a password manager such as Bitwarden`, `like KeePassXC`, `using Pydantic`)
 _THING_CUES = frozenset("as like using via use uses install installs installed supports support e.g i.e vs than".split())
+_MEETING_CUES = frozenset("met meet emailed".split())  # one meets people (`I met Priyanka`), not tools
+_ARTICLES = frozenset("a an".split())  # (not `the`: `the Nevels novel` is a person's)
+_PLACE_PREPOSITIONS = frozenset("on in into onto within".split())
+
+
+def _thing_by_place(text: str, prev: str, e: int, nxt) -> bool:
+    """Where a rare capitalised word stands as a thing's name: between an indefinite article and
+    a noun (`a Cython wrapper`), or after a preposition of place and not a
+    possessive (`on Wiktionary`, `in Pyodide`; not `in Priyanka's team`)."""
+    if prev in _ARTICLES:
+        return (text.startswith(" ", e) and nxt is not None and nxt.start(1) == e + 1
+                and nxt.group(1) not in _PERSON_VERBS and nxt.group(1) not in _POST_CUES)
+    return prev in _PLACE_PREPOSITIONS and not text.startswith(("'s", "\u2019s"), e)
+
+
+_LIST_BEFORE = re.compile(r"([A-Z][\w.+#-]*)(?:,[ \t]+|[ \t]+(?:and|or)[ \t]+|,[ \t]+(?:and|or)[ \t]+)$")
+_LIST_AFTER = re.compile(r"(?:,[ \t]+|[ \t]+(?:and|or)[ \t]+|,[ \t]+(?:and|or)[ \t]+)([A-Z][\w.+#-]*)")
+
+
+def _listed_with_things(text: str, s: int, e: int) -> bool:
+    """Is text[s:e] an item of a list with a product, a place or a language in it, up to three
+    items away (`Linux, OSX, Cygwin or other`, `Google and Numpydoc format`)?"""
+    a, b = s, e
+    for _ in range(3):
+        before = _LIST_BEFORE.search(text, max(0, a - 40), a) if a else None
+        after = _LIST_AFTER.match(text, b)
+        if before is None and after is None:
+            return False
+        if any(m is not None and m.group(1) in NOT_PERSON_WORDS for m in (before, after)):
+            return True
+        a = before.start() if before is not None else 0
+        b = after.end() if after is not None else len(text) + 1
+    return False
+
+
 _POST_CUES = frozenset("said says asked wrote replied told called emailed mentioned".split())
 _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?i:mr|mrs|ms|dr|prof)\.|Herrn?|Frau)[ \t]{1,3}$")
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
@@ -512,6 +547,23 @@ _FUNCTION_WORDS = frozenset(
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}(?![\w])")
+_CAP_WORDS_AFTER = re.compile(r"(?:[ \t]+[A-Z][a-z]+){1,3}")
+
+
+def _term_follows(text: str, e: int) -> bool:
+    """Do up to three capitalised English words after text[:e] end in a noun that ends a thing's
+    name (data/term_heads.txt: `Form`, `Number`, `Research`)?"""
+    m = _CAP_WORDS_AFTER.match(text, e)
+    if m is None:
+        return False
+    words = m.group().split()
+    for w in words:
+        lw = w.lower()
+        if lw in TERM_HEADS:
+            return True
+        if lw not in ENGLISH_WORDS:
+            return False
+    return False
 _CAP_WORD = re.compile(r"[A-Z\u00c0-\u00de][a-z\u00df-\u00ff]+")
 
 
@@ -530,6 +582,8 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
     s, e = g[0][0], g[-1][1]
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
+    if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS):
+        return  # `Backus-Naur Form`, `Unique Master Citizen Number`, `Wolfram Research`: a term
     if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and (
             text[e + 1].islower() or _ACRONYM.match(text, e + 1) or _common_noun_at(text, e + 1)):
         return  # (`El perro`, `El PIN caducó`, `Das Passwort lautet`)
@@ -592,9 +646,10 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
             if ok and not listed and not _kin_before(text, s) and _written_as_identifier(text, s, e):
                 return  # `powered by Rich` where the text has `import rich`
         else:  # unknown capitalised word: a rare one, or where the context says it is a name
-            ok = prev in _NAMING_CUES or _kin_before(text, s)
-            if c[3] and not ok and (prev in _THING_CUES or _written_lower(text, s, e)):
-                return  # a product (`such as Bitwarden`), a term the text writes in lower case too (Numba, numba)
+            ok = prev in _NAMING_CUES or prev in _MEETING_CUES or _kin_before(text, s)
+            if c[3] and not ok and (prev in _THING_CUES or _written_lower(text, s, e) or _thing_by_place(text, prev, e, nxt)
+                                    or _listed_with_things(text, s, e)):
+                return  # a product (`such as Bitwarden`, `a Cython wrapper`, `on Wiktionary`), a term the text writes in lower case too (Numba, numba)
             if c[3] and not ok:
                 # at a sentence start a rare word may be any foreign word ("Svar till ..."):
                 # there a name is followed by a comma, a possessive or a verb of the person

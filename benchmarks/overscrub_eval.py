@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import sysconfig
@@ -42,15 +43,20 @@ from shadowreplay.anonymize.detectors import find_spans  # noqa: E402
 
 SITE = Path("/work/main/.venv/lib/python3.12/site-packages")
 _CREDIT_WORDS = ("author", "maintainer", "maintained by", "copyright", "written by", "contributed by", "contributors",
-                 "thanks to", "(c)", "©", "project-url", "home-page", "download-url", "license")
+                 "thanks to", "(c)", "©", "project-url", "home-page", "download-url", "license", "reported by",
+                 "contributions from", "patch by", "fixed by", "suggested by", "reviewed by")
+# a link to a person's profile (`* [Zach Smith](https://github.com/zsmith)`, `[Sorin](https://sourceforge.net/u/sorin/)`)
+_PROFILE_LINK = re.compile(r"\]\(https?://(?:www\.)?(?:github\.com|gitlab\.com|twitter\.com|x\.com|sourceforge\.net/u"
+                           r"|stackoverflow\.com/users(?:/\d+)?)/[^/\s)]+/?\)")
 
 
 def credit_line(line: str) -> bool:
     """A line that credits people or gives an address (`# Author: Barry Warsaw`, `Copyright
-    2012 Simon Sapin`, `__author__ = ...`, any line with an `@`): its names and addresses are
-    personal data, so what changes there is no over-scrub (set aside, as the issue says)."""
+    2012 Simon Sapin`, `__author__ = ...`, `* [Zach Smith](https://github.com/zsmith)`, any
+    line with an `@`): its names and addresses are personal data, so what changes there is no
+    over-scrub (set aside, as the issue says)."""
     low = line.lower()
-    return "@" in line or any(w in low for w in _CREDIT_WORDS)
+    return "@" in line or any(w in low for w in _CREDIT_WORDS) or _PROFILE_LINK.search(line) is not None
 
 
 def split_of(path: str) -> str:
