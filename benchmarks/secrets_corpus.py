@@ -1589,7 +1589,7 @@ CHATTER_TEST_R14 = [
 ]
 
 # R15: written before R14's misses were read (R14 joined dev then); measured once.
-TEST = {
+TEST_R15 = {
     "quoted": {
         "en": ["can you check why login fails with password \"{p}\"?", "my password (\"{p}\") isn't accepted", "the admin pass is `{p}`"],
         "zh": ["用密码“{p}”登录失败", "管理员密码是`{p}`"],
@@ -1679,7 +1679,7 @@ TEST = {
         "ru": ["код подтверждения {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R15 = [
     "Why does login fail with the correct password?", "The admin password is stored in Vault.", "pass is a Unix password manager.",
     "The password for staging is in 1Password.", "Passwords are compared in constant time.",
     "username and password go in the Authorization header", "POSTGRES_PASSWORD is required by the image.",
@@ -1691,6 +1691,113 @@ CHATTER_TEST = [
     "A senha do admin está no cofre.", "Não aceita a senha.", "パスワードでログインできません", "管理者パスワードは金庫にあります",
     "비밀번호로 로그인이 안 돼요", "관리자 비밀번호는 금고에 있어요", "Не принимает пароль.", "Пароль админа в сейфе.",
     "The passphrase is at least four words.", "Ask IT for the password.", "password: null", "Enter the verification code.",
+]
+
+# R16: written after R15 was measured and its misses were tuned on (R15 joined dev then), before
+# any tuning on R16; measured once.
+TEST = {
+    "quoted": {
+        "en": ["he typed \"{p}\" into the password box", "password: \"{p}\" -- please change it", "the VPN's password, '{p}', expired"],
+        "zh": ["他在密码框里输入了“{p}”", "VPN的密码「{p}」过期了"],
+        "es": ["escribió \"{p}\" en el campo de contraseña", "la contraseña de la VPN, '{p}', caducó"],
+        "de": ["er hat \"{p}\" ins Passwortfeld getippt", "das VPN-Passwort '{p}' ist abgelaufen"],
+        "fr": ["il a tapé \"{p}\" dans le champ mot de passe", "le mot de passe du VPN, '{p}', a expiré"],
+        "pt": ["ele digitou \"{p}\" no campo de senha", "a senha da VPN, '{p}', expirou"],
+        "ja": ["パスワード欄に「{p}」と入力した", "VPNのパスワード「{p}」が期限切れです"],
+        "ko": ["비밀번호 칸에 \"{p}\"를 입력했어요", "VPN 비밀번호 '{p}'가 만료됐어요"],
+        "ru": ["он ввёл \"{p}\" в поле пароля", "пароль VPN «{p}» истёк"],
+    },
+    "copula": {
+        "en": ["the root password on the NAS is {p}", "pw for the shared mailbox: {p}", "Password changed -> {p}"],
+        "zh": ["NAS的root密码是{p}", "共享邮箱密码：{p}"],
+        "es": ["la contraseña root del NAS es {p}", "clave del buzón compartido: {p}"],
+        "de": ["das Root-Passwort vom NAS ist {p}", "Kennwort für das Sammelpostfach: {p}"],
+        "fr": ["le mot de passe root du NAS est {p}", "mdp de la boîte partagée : {p}"],
+        "pt": ["a senha root do NAS é {p}", "senha da caixa compartilhada: {p}"],
+        "ja": ["NASのrootパスワードは{p}", "共有メールボックスのパスワード：{p}"],
+        "ko": ["NAS 루트 비밀번호는 {p}", "공유 메일함 비밀번호: {p}"],
+        "ru": ["root-пароль от NAS {p}", "пароль от общего ящика: {p}"],
+    },
+    "pair": {
+        "en": ["user={u} pass={p}", "{u} / {p} for the NAS login"],
+        "zh": ["用户={u} 密码={p}"],
+        "es": ["usuario={u} clave={p}"],
+        "de": ["Nutzer={u} Passwort={p}"],
+        "fr": ["utilisateur={u} mdp={p}"],
+        "pt": ["usuário={u} senha={p}"],
+        "ja": ["ユーザー={u} パスワード={p}"],
+        "ko": ["사용자={u} 비밀번호={p}"],
+        "ru": ["пользователь={u} пароль={p}"],
+    },
+    "config": {
+        "en": ["REDIS_PASSWORD={p}", "  password: {p}  # prod", "\"smtp_password\": \"{p}\"", "db.password = \"{p}\""],
+        "zh": ["配置：REDIS_PASSWORD={p}"],
+        "es": ["configuración: REDIS_PASSWORD={p}"],
+        "de": ["Konfiguration: db.password = \"{p}\""],
+        "fr": ["configuration : \"smtp_password\": \"{p}\""],
+        "pt": ["configuração: REDIS_PASSWORD={p}"],
+        "ja": ["設定：db.password = \"{p}\""],
+        "ko": ["설정: REDIS_PASSWORD={p}"],
+        "ru": ["настройка: \"smtp_password\": \"{p}\""],
+    },
+    "command": {
+        "en": ["mysql --user=root --password={p} app", "mongo -u admin -p {p} --authenticationDatabase admin", "sshpass -p{p} scp a.txt ops@nas:"],
+        "zh": ["命令：mysql --user=root --password={p}"],
+        "es": ["comando: mongo -u admin -p {p}"],
+        "de": ["Befehl: mysql --user=root --password={p}"],
+        "fr": ["commande : sshpass -p{p} scp a.txt ops@nas:"],
+        "pt": ["comando: mongo -u admin -p {p}"],
+        "ja": ["コマンド：mysql --user=root --password={p}"],
+        "ko": ["명령: mongo -u admin -p {p}"],
+        "ru": ["команда: sshpass -p{p} scp a.txt ops@nas:"],
+    },
+    "uri": {
+        "en": ["postgresql://report:{p}@10.0.0.5/metrics", "https://admin:{p}@nas.local:5001"],
+        "zh": ["数据库：postgresql://report:{p}@10.0.0.5/metrics"],
+        "es": ["base: postgresql://report:{p}@10.0.0.5/metrics"],
+        "de": ["Datenbank: https://admin:{p}@nas.local:5001"],
+        "fr": ["base : postgresql://report:{p}@10.0.0.5/metrics"],
+        "pt": ["banco: https://admin:{p}@nas.local:5001"],
+        "ja": ["DB：postgresql://report:{p}@10.0.0.5/metrics"],
+        "ko": ["DB: https://admin:{p}@nas.local:5001"],
+        "ru": ["база: postgresql://report:{p}@10.0.0.5/metrics"],
+    },
+    "passphrase": {
+        "en": ["wallet recovery phrase -> {w}", "the backup passphrase: {w}", "my 12 words start with {w}"],
+        "zh": ["钱包恢复短语：{w}"],
+        "es": ["frase de recuperación de la cartera: {w}"],
+        "de": ["Passphrase für das Backup: {w}"],
+        "fr": ["phrase de passe de la sauvegarde : {w}"],
+        "pt": ["frase de recuperação da carteira: {w}"],
+        "ja": ["ウォレットのリカバリーフレーズ：{w}"],
+        "ko": ["지갑 복구 문구: {w}"],
+        "ru": ["фраза восстановления кошелька: {w}"],
+    },
+    "pin": {
+        "en": ["SIM PIN is {n}", "login code: {n}", "use code {n} to sign in"],
+        "zh": ["SIM卡PIN码是{n}", "登录验证码 {n}"],
+        "es": ["el PIN de la SIM es {n}", "código de inicio de sesión: {n}"],
+        "de": ["die SIM-PIN ist {n}"],
+        "fr": ["le code PIN de la SIM est {n}"],
+        "pt": ["o PIN do chip é {n}"],
+        "ja": ["SIMのPINは{n}"],
+        "ko": ["유심 PIN은 {n}"],
+        "ru": ["PIN-код SIM-карты {n}"],
+    },
+}
+CHATTER_TEST = [
+    "He typed the wrong password twice.", "The VPN password expired yesterday.", "The root password on the NAS was reset.",
+    "pw for the shared mailbox is in the wiki", "Password changed successfully.", "user= and pass= are required",
+    "REDIS_PASSWORD is empty in dev.", "db.password comes from the vault.", "mysql --password without a value prompts.",
+    "mongo -u admin -p asks for it.", "sshpass reads SSHPASS from the environment.", "The recovery phrase is on paper.",
+    "The SIM PIN is locked after three tries.", "Your login code was sent.", "Use the code from the app.",
+    "他输错了两次密码", "VPN密码昨天过期了", "Escribió mal la contraseña dos veces.", "El PIN de la SIM está bloqueado.",
+    "Er hat das Passwort zweimal falsch getippt.", "Die SIM-PIN ist gesperrt.", "Il a mal tapé le mot de passe deux fois.",
+    "Le code PIN de la SIM est bloqué.", "Ele digitou a senha errada duas vezes.", "O PIN do chip está bloqueado.",
+    "パスワードを2回間違えました", "SIMのPINがロックされました", "비밀번호를 두 번 틀렸어요", "유심 PIN이 잠겼어요",
+    "Он дважды ошибся в пароле.", "PIN-код SIM-карты заблокирован.", "Passwords expire every 90 days.",
+    "The backup passphrase is kept offline.", "password: see 1Password", "The login code is six digits.",
+    "Use a different password for the NAS.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1761,10 +1868,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15)
 
 
 def chatter(split: str) -> list[str]:
