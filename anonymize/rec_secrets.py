@@ -334,9 +334,10 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
     between = (r"(?:['’]s[ \t]+)?(?:[ \t]+[^\W\d_][\w.]{0,15}(?=[ \t]*(?:[:：=–—]|->)))?"
                r"(?:[ \t]*\([^()\n\x00]{1,30}\))?"  # `seed phrase (keep offline): ...`
                # `パスワード変更後：X`, `비밀번호 변경됨: X`: a short CJK word, a colon, a typed value
-               r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~]))?"
+               r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~])"
+               r"|[\u3040-\u30ff\u4e00-\u9fff]{1,8}(?=[ \t]*(?:→|->|=>)[ \t]*[!-~]))?"  # `パスワード変更しました→X`
                r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:" + alternation(prepositions)
-               + r"(?:[ \t]+[^\W\d_]{1,12}){1,3}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`
+               + r"(?:[ \t]+[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`, `de la base de datos es X`
                + alternation(copulas)
                + r"(?:[ \t]+" + alternation([q for q in qualifiers if not _GLUED.match(q)])
                + "|" + alternation([q for q in qualifiers if _GLUED.match(q)]) + ")?"  # `is now X`, `はまだX`
