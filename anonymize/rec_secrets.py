@@ -336,7 +336,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                # `パスワード変更後：X`, `비밀번호 변경됨: X`: a short CJK word, a colon, a typed value
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~])"
                r"|[\u3040-\u30ff\u4e00-\u9fff]{1,8}(?=[ \t]*(?:→|->|=>)[ \t]*[!-~]))?"  # `パスワード変更しました→X`
-               r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:" + alternation(prepositions)
+               r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:[^\W\d_]{1,12}[ \t]+)?" + alternation(prepositions)
                + r"(?:[ \t]+[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`, `de la base de datos es X`
                + alternation(copulas)
                + r"(?:[ \t]+" + alternation([q for q in qualifiers if not _GLUED.match(q)])
@@ -591,7 +591,7 @@ _PASS_AFTER = re.compile(r"[ \t]*[,;]?[ \t]+(?i:pass)(?:[ \t]*[:=][ \t]*|[ \t]+)
 
 # a few words between a PIN word and its digits, on the same line: `PIN de la tarjeta es`,
 # `code PIN de la carte est`, `Code zur Anmeldung:`, `ПИН-код карты`
-_PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}){1,4}[ \t]*[:：]?[ \t]*(?=\d)")
+_PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}(?:-[^\W\d_]{1,12})?){1,4}[ \t]*[:：]?[ \t]*(?=\d)")
 _OPENERS = frozenset(_OPEN)
 _NEXT_PARAM = re.compile(r"&(?=[A-Za-z_][\w.\-]*=)")
 # a word that names many codes (`error code 1234`): a one-time code only as six digits or more
@@ -605,7 +605,7 @@ _COMPOUND_NEXT = frozenset(
     "rules prompt box generator vault store storage change expiry history hint hints manager's hashing hasher encryption "
     "complexity expiration rotation protection authentication "
     "manager-app gestor gestionnaire verwaltung manager-app менеджер".split())
-_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_](?:[^\W\d_]|['’](?=[^\W\d_])){0,13}(?=[ \t:：=]|$)){1,3}[ \t]*(?:[:：=][ \t]*)?")  # (whole words: not the `F` of `F!Nm`)
+_SKIP_WORDS = re.compile(r"(?:[ \t]+[^\W\d_](?:[^\W\d_]|['’\-](?=[^\W\d_])){0,13}(?=[ \t:：=]|$)){1,3}[ \t]*(?:[:：=][ \t]*)?")  # (whole words: not the `F` of `F!Nm`)
 
 
 # prepositions of place, which say where a secret is kept, not what it is
@@ -651,14 +651,14 @@ _PROSE_SUFFIX = re.compile(r"-(?:wise|related)(?![\w-])")  # `password-wise`: a 
 
 
 def _compound(text: str, s: int) -> bool:
-    """`WLAN-Passwort`, `Root-Kennwort`, `sudo-Passwort`: a word joined to a secret word by a
-    hyphen in prose (a letter run before the hyphen with a space or the start before it, one of
-    the two capitalised), not `db-password`."""
+    """`WLAN-Passwort`, `Root-Kennwort`, `sudo-Passwort`, `root-пароль`: a word joined to a
+    secret word by a hyphen in prose (a letter run before the hyphen with a space or the start
+    before it, one of the two capitalised or the secret word in no ASCII), not `db-password`."""
     i = s - 1
     j = i
     while j > 0 and text[j - 1].isalpha():
         j -= 1
-    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and (text[j].isupper() or text[s].isupper())
+    return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and (text[j].isupper() or text[s].isupper() or not text[s].isascii())
 
 
 def _near_quoted(doc: Doc, near: list[tuple[int, int, str]], out: list[Candidate]) -> None:

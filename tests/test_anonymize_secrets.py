@@ -48,6 +48,13 @@ CASES = [
     ("pin", "es", "código 2FA: 376767", ["376767"]),
     ("pin", "ko", "일회용 코드: 337631", ["337631"]),
     ("quoted", "en", "for the router I used `lanterntiger980`, password-wise", ["lanterntiger980"]),
+    # a word before the preposition, a Russian compound, labels with `=`, words between a PIN and its digits
+    ("copula", "es", "la contraseña root del NAS es Tiger7100%", ["Tiger7100%"]),
+    ("copula", "ru", "root-пароль от NAS Stone1526+", ["Stone1526+"]),
+    ("pair", "zh", "用户=jdoe9 密码=P@ssw0rd27!", ["jdoe9", "P@ssw0rd27"]),
+    ("pin", "ru", "PIN-код SIM-карты 353182", ["353182"]),
+    ("quoted", "de", 'er hat "Paper5344?" ins Passwortfeld getippt', ["Paper5344?"]),
+    ("copula", "ja", "パスワード変更しました→Garden22x", ["Garden22x"]),
     ("passphrase", "de", "Die Wiederherstellungsphrase lautet maple violet paper candle", ["maple violet paper candle"]),
     # a door code, a value after three words and a colon, a password whose first letter stands alone
     ("pin", "de", "der Türcode ist 940424", ["940424"]),
