@@ -40,9 +40,11 @@ def _usable(extra: str) -> bool:
     return {"ja": ja_tagger}[extra]() is not None
 
 
+@functools.cache
 def scrub_metadata() -> dict[str, str]:
     """{"anonymize.extra.ja": "fugashi 1.5.2, unidic-lite 1.0.8"} for each optional part, or
-    "absent: <what the scrubber does without it>"."""
+    "absent: <what the scrubber does without it>" (read once: the writer adds it to every file;
+    callers must not change the dict)."""
     out = {}
     for extra, (dists, _, without) in OPTIONAL.items():
         v = _versions(dists) if _usable(extra) else None

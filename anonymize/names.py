@@ -838,13 +838,14 @@ def find_names(text: str, lo: str, ascii_text: bool, letters: bool, out: list[Sp
         korean = HANGUL_RUN.search(text) is not None
         # Japanese or Korean text: the Chinese path would read kanji compounds (周辺, 定義) and
         # hanja (政治, 王道) as names; Chinese text with some kana or Hangul in it keeps it
-        if not (kana and is_japanese(text)) and not (korean and is_korean(text)):
+        japanese = kana and is_japanese(text)
+        if not japanese and not (korean and is_korean(text)):
             n0 = len(out)
             find_chinese_names(text, out)
             if kana and len(out) > n0:  # its finds that are words of Japanese dropped
                 out[n0:] = [sp for sp in out[n0:] if not japanese_word(text[sp.start : sp.end])]
         if kana:
-            find_japanese_names(text, out)
+            find_japanese_names(text, out, japanese)
         else:
             find_japanese_full_names(text, out)
         if korean:

@@ -283,9 +283,10 @@ def _joined(text: str, words: list[tuple[int, int, str, bool]], j: int) -> bool:
             and words[j + 1][0] == words[j][1] and _KATAKANA_RUN.fullmatch(text, words[j + 1][0], words[j + 1][1]) is not None)
 
 
-def find_japanese_names(text: str, out: list[Span]) -> None:
-    """Every Japanese person name in `text` (text with kana)."""
-    if ja_tagger() is not None and is_japanese(text):
+def find_japanese_names(text: str, out: list[Span], japanese: bool) -> None:
+    """Every Japanese person name in `text` (text with kana); `japanese`: is_japanese(text), which
+    the caller has decided already (the analyser reads only text that is mostly Japanese)."""
+    if japanese and ja_tagger() is not None:
         _tagged_names(text, out)
     if " " in text or "\u3000" in text:
         _spaced_names(text, out)
