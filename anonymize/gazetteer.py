@@ -99,6 +99,8 @@ def _lines(name: str) -> frozenset[str]:
 
 # nouns that end the name of a thing (`Backus-Naur Form`, `Wolfram Research`)
 TERM_HEADS: frozenset[str] = _lines("term_heads.txt")
+# lower-case nouns after which a capitalised word names a thing (`the Wayland backend`, `Mac OS`)
+THING_NOUNS: frozenset[str] = _lines("thing_nouns.txt")
 
 # Lower-case English words (SCOWL, see anonymize/data/README.md): "will", "grace", "brown" are
 # words as well as names, "carla" and "nakamura" are not.

@@ -24,7 +24,7 @@ import re
 
 from .gazetteer import (
     COMMON_TOKENS, COMMON_WORDS, EN_FIRST, EN_NOT_NAMES, ENGLISH_PROPER, ENGLISH_WORDS, NAME_FIRST, NAME_FIRST_LOWER, NAME_LAST, NAME_LAST_LOWER,
-    NOT_PERSON_WORDS, PLACES_EN, TERM_HEADS, TITLES, german_words,
+    NOT_PERSON_WORDS, PLACES_EN, TERM_HEADS, THING_NOUNS, TITLES, german_words,
 )
 from .charclass import ASCII_LETTERS, is_cjk, is_hangul, latin_letters, unspaced_name_char
 from .names_ja import (
@@ -548,6 +548,53 @@ _FUNCTION_WORDS = frozenset(
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}(?![\w])")
 _CAP_WORDS_AFTER = re.compile(r"(?:[ \t]+[A-Z][a-z]+){1,3}")
+# one or two lower-case words (or an acronym) after a capitalised word: `Wayland backend`, `Myers
+# diff algorithm`, `Mac OS`
+_BETWEEN_NOT = frozenset(
+    "the a an to of in on at by for from with and or but as is are was were be been has have had will would can "
+    "could should may might must do does did not no that this these those it its his her their our your my me him "
+    "them us we you they he she who which what when where".split())
+_DETERMINERS = frozenset("the a an its this that these those our your their his her any each every whose".split())
+_GAP = r"(?:[ \t]+|[ \t]*\n[ \t]*)"
+_THING_AFTER = re.compile(_GAP + r"([a-z]+|[A-Z]{2,3})(?![\w'\u2019-])(?:" + _GAP + r"([a-z]+)(?![\w'\u2019-]))?")
+_ADJ_BEFORE = re.compile(r"(?<![\w-])([A-Za-z]+)" + _GAP + r"([a-z][a-z-]+)" + _GAP + "$")
+
+
+def _thing_noun_follows(text: str, s: int, e: int) -> bool:
+    """Does text[s:e] name a thing by the noun after it (data/thing_nouns.txt), right after it
+    or one lower-case word on, with a determiner before it (`the Wayland backend`, `a Wayland
+    session`, `the Myers diff algorithm`), or an acronym of the list after it (`Mac OS`,
+    `Travis CI`)? (Without the determiner `give Tom server access` names a person.)"""
+    m = _THING_AFTER.match(text, e)
+    if m is None:
+        return False
+    one, two = m.group(1), m.group(2)
+    if one.isupper():
+        return one.lower() in THING_NOUNS
+    if one not in THING_NOUNS and not (two is not None and two in THING_NOUNS and one not in _PERSON_VERBS
+                                       and one not in _BETWEEN_NOT):
+        return False
+    prev = _prev_word(text, s)
+    if prev in _DETERMINERS:
+        return True
+    # a determiner and an adjective before it (`the slow Huffman decoder`, `the published Myers algorithm`)
+    m = _ADJ_BEFORE.search(text, max(0, s - 40), s)
+    return m is not None and m.group(1).lower() in _DETERMINERS and m.group(2) in ENGLISH_WORDS
+
+
+def _thing_in_text(text: str, s: int, e: int) -> bool:
+    """Does the text around text[s:e] (4,000 characters either side) name the same word as a
+    thing somewhere (`_thing_noun_follows`: `Native Wayland Support` where a paragraph on says
+    `a Wayland session`)?"""
+    w = text[s:e]
+    lo_bound, hi_bound = max(0, s - _LOWER_WINDOW), min(len(text), e + _LOWER_WINDOW)
+    i = text.find(w, lo_bound, hi_bound)
+    while i != -1:
+        j = i + len(w)
+        if (i == 0 or not text[i - 1].isalnum()) and _thing_noun_follows(text, i, j):
+            return True
+        i = text.find(w, j, hi_bound)
+    return False
 
 
 def _term_follows(text: str, e: int) -> bool:
@@ -582,7 +629,7 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
     s, e = g[0][0], g[-1][1]
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
-    if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS):
+    if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS) or _thing_in_text(text, s, e):
         return  # `Backus-Naur Form`, `Unique Master Citizen Number`, `Wolfram Research`: a term
     if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and (
             text[e + 1].islower() or _ACRONYM.match(text, e + 1) or _common_noun_at(text, e + 1)):
@@ -620,7 +667,8 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
             # and a rare word are a name only where something says a person follows
             nxt = _NEXT_WORD.match(text, e)
             ok = prev in _WEAK_CUES or text.startswith(("'s", "\u2019s", ","), e) or (
-                nxt is not None and (nxt.group(1) in _PERSON_VERBS or nxt.group(1) in _POST_CUES or nxt.group(1).endswith("ed")))
+                nxt is not None and ((nxt.group(1) in _PERSON_VERBS and nxt.group(1) != "and") or nxt.group(1) in _POST_CUES
+                                     or nxt.group(1).endswith("ed")))
     else:
         c = first
         # a surname that is a word too, with an initial before it or a first name after it (J. Smith,

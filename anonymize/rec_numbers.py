@@ -286,7 +286,8 @@ def _numbers(doc: Doc, out: list[Candidate]) -> None:
 
 _ZIP4 = re.compile(r"\d{5}-\d{4}")
 _NOT_IP_BEFORE = re.compile(r"(?i:\b(?:section|sections|sec|§|chapter|clause|step|steps|item|rule|part|paragraph|version|versions|ver|release|v|"
-                            r"rfc\s*\d+|workflow|appendix|table|figure|fig|note|notes)\.?[ \t]*)$")
+                            r"rfc\s*\d+|workflow|appendix|table|figure|fig|note|notes"
+                            r"|(?:updat|upgrad|bump|downgrad)[a-z]*[ \t]+(?:[\w-]+[ \t]+)?to)\.?[ \t]*)$")
 
 
 def _not_a_value(text: str, s: int, e: int, raw: str) -> bool:
@@ -299,7 +300,32 @@ def _not_a_value(text: str, s: int, e: int, raw: str) -> bool:
         return True
     if len(raw) >= 10 and raw.startswith("0123456789") and raw.isdigit():  # the digits listed, in code
         return True
+    groups = _DIGIT_RUN.findall(raw)
+    if len(groups) > 1 and all(g in _COUNTING and (len(g) >= 9 or g is groups[-1]) for g in groups):
+        return True  # 123456789 123456789 1234: a ruler
+    if raw.isdigit() and _quantity_key_before(text, s):  # "memoryLimit": 4345298944
+        return True
     return _ZIP4.fullmatch(raw) is not None
+
+
+_COUNTING = "1234567890" * 4
+_DIGIT_RUN = re.compile(r"\d+")
+_KEY_BEFORE = re.compile(r"""["']?([A-Za-z][A-Za-z0-9_.-]{1,40})["']?[ \t]*[:=][ \t]*["']?$""")
+_KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+# words of a key whose value is a quantity, a time or an identifier, not a phone number
+_QUANTITY_WORDS = frozenset(
+    "memory mem size bytes limit count total length len timeout duration ms ns us sec secs seconds millis time "
+    "timestamp ts offset seq pid uid gid inode checksum hash crc free used available heap rss max min sum capacity "
+    "elapsed epoch nonce serial version build revision".split())
+
+
+def _quantity_key_before(text: str, s: int) -> bool:
+    """A key or field name right before the value (`"memoryLimit": `, `total_memory=`) whose
+    words say a quantity, a time or an identifier: its digits are no phone number."""
+    m = _KEY_BEFORE.search(text, max(0, s - 48), s)
+    if m is None:
+        return False
+    return any(w.lower() in _QUANTITY_WORDS for w in _KEY_WORD.findall(m.group(1)))
 
 
 def _ipv4_is_numbering(text: str, s: int, e: int) -> bool:

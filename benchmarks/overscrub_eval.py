@@ -4,7 +4,8 @@ generated corpus of secrets (issue 38).
 * **Over-scrub**: characters the scrubber changes, as % of all characters, on
   - source code: real files on this machine in several languages (the Python standard library,
     the packages of the main venv's site-packages: .py, .c/.h, .js; npm's JavaScript);
-  - English prose: the package docs of site-packages (*.md, *.rst, METADATA).
+  - English prose: the package docs of site-packages (*.md, *.rst, METADATA), and a second
+    set: npm's docs and READMEs and the READMEs of /usr/share/doc.
   Changes in credit and address lines (`credit_line`: an `@`, `Author`, `Copyright`, `written
   by`, ...: people's names and e-mail addresses, which are personal data) are counted apart.
   Files are split by a hash of their path into `dev` (the rules may be tuned on it) and `test`
@@ -24,6 +25,7 @@ generated corpus of secrets (issue 38).
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import re
@@ -48,15 +50,20 @@ _CREDIT_WORDS = ("author", "maintainer", "maintained by", "copyright", "written 
 # a link to a person's profile (`* [Zach Smith](https://github.com/zsmith)`, `[Sorin](https://sourceforge.net/u/sorin/)`)
 _PROFILE_LINK = re.compile(r"\]\(https?://(?:www\.)?(?:github\.com|gitlab\.com|twitter\.com|x\.com|sourceforge\.net/u"
                            r"|stackoverflow\.com/users(?:/\d+)?)/[^/\s)]+/?\)")
+# a changelog entry ending in its authors, and its pull request (`- **assert**: fix ...
+# (Ruben Bridgewater) [#27202](...)`, `* v8: fix a crash (Fedor Indutny)`, `(Fedor Indutny,`)
+_CHANGELOG_AUTHOR = re.compile(r"\([^()\n]{2,80}\)[ \t]*\[#\d+\]|^[ \t]*[*-][ \t].*\((?:[^()\n]*[ /])?"
+                               r"[A-Z][\w.'\u2019-]*(?:[ \t]+[A-Z][\w.'\u2019-]*){1,3}(?:\)[ \t]*(?:<https?://\S+>)?|,)[ \t]*$")
 
 
 def credit_line(line: str) -> bool:
     """A line that credits people or gives an address (`# Author: Barry Warsaw`, `Copyright
-    2012 Simon Sapin`, `__author__ = ...`, `* [Zach Smith](https://github.com/zsmith)`, any
-    line with an `@`): its names and addresses are personal data, so what changes there is no
+    2012 Simon Sapin`, `__author__ = ...`, `* [Zach Smith](https://github.com/zsmith)`, a
+    changelog entry's `(Ruben Bridgewater) [#27202]`, any line with an `@`): its names and addresses are personal data, so what changes there is no
     over-scrub (set aside, as the issue says)."""
     low = line.lower()
-    return "@" in line or any(w in low for w in _CREDIT_WORDS) or _PROFILE_LINK.search(line) is not None
+    return ("@" in line or any(w in low for w in _CREDIT_WORDS) or _PROFILE_LINK.search(line) is not None
+            or _CHANGELOG_AUTHOR.search(line) is not None)
 
 
 def split_of(path: str) -> str:
@@ -76,8 +83,10 @@ def _files(root: Path, patterns: tuple[str, ...], limit: int, skip_tests: bool =
 
 def _read(p: Path, max_chars: int = 200_000) -> str | None:
     try:
+        if p.suffix == ".gz":
+            return gzip.decompress(p.read_bytes()).decode("utf-8")[:max_chars]
         return p.read_text(encoding="utf-8")[:max_chars]
-    except (UnicodeDecodeError, OSError):
+    except (UnicodeDecodeError, OSError, EOFError, gzip.BadGzipFile):
         return None
 
 
@@ -102,6 +111,19 @@ def prose_corpus(n: int) -> list[tuple[str, str]]:
         if not t:
             continue
         out.append((str(p), t))
+    return out
+
+
+def system_prose_corpus(n: int) -> list[tuple[str, str]]:
+    """The second English prose set: npm's documentation and its packages' READMEs, and the
+    READMEs of /usr/share/doc (Debian packages; gzipped ones read through gzip)."""
+    paths = _files(Path("/usr/lib/node_modules"), ("*.md",), n, skip_tests=False)
+    paths += _files(Path("/usr/share/doc"), ("README", "README.*", "*.md", "*.md.gz"), n, skip_tests=False)
+    out = []
+    for p in paths:
+        t = _read(p)
+        if t and t.strip():
+            out.append((str(p), t))
     return out
 
 
@@ -147,8 +169,9 @@ def changed(scrubber: Scrubber, text: str, people: list[tuple[int, int]] = ()) -
     return len(diff), in_credit, in_person, r.counts, ex
 
 
-def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int, people_python: str | None = None) -> None:
-    for split in ("dev", "test"):
+def over_scrub(label: str, files: list[tuple[str, str]], n_examples: int, people_python: str | None = None,
+               splits: tuple[str, ...] = ("dev", "test")) -> None:
+    for split in splits:
         part = [(p, t) for p, t in files if split_of(p) == split]
         if not part:
             continue
@@ -228,8 +251,11 @@ def main() -> None:
     ap.add_argument("--skip-code", action="store_true", help="prose and secrets only")
     ap.add_argument("--secrets-split", choices=("dev", "test", "both"), default="both",
                     help="which split of the secrets sets to print (dev while tuning: the test split is measured once)")
+    ap.add_argument("--split", choices=("dev", "test", "both"), default="both",
+                    help="which split of the over-scrub corpora to measure (dev while tuning)")
     a = ap.parse_args()
     pp = a.people_python
+    sp = ("dev", "test") if a.split == "both" else (a.split,)
     head = "changed (credit lines and people's names aside)" if pp else "changed (credit lines aside)"
     extra = "changed in people's names (spaCy) | changed (credit lines aside) | " if pp else ""
     print(f"| corpus | split | files | characters | {head} | changed in credit lines | {extra}files touched | "
@@ -239,9 +265,10 @@ def main() -> None:
         code = code_corpus(a.files)
         allcode = [f for fs in code.values() for f in fs]
         for label, files in code.items():
-            over_scrub(label, files, a.examples, pp)
-        over_scrub("all source code", allcode, 0, pp)
-    over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples, pp)
+            over_scrub(label, files, a.examples, pp, sp)
+        over_scrub("all source code", allcode, 0, pp, sp)
+    over_scrub("English prose (package docs)", prose_corpus(a.files * 2), a.examples, pp, sp)
+    over_scrub("English prose (npm, Debian docs)", system_prose_corpus(a.files * 2), a.examples, pp, sp)
     secrets_recall(("dev", "test") if a.secrets_split == "both" else (a.secrets_split,))
 
 
