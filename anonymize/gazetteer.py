@@ -251,6 +251,7 @@ NOT_PERSON_WORDS: frozenset[str] = frozenset(
     Chrome Firefox Safari Opera Outlook Bamboo Grafana Kibana Prometheus Sentry Ansible Puppet Vagrant
     Consul Nomad Vault Helm Istio Envoy Jest Mocha Karma Gradle Maven Bazel Webpack Babel Pandas Keras
     Hadoop Hive Flink Airflow Dagster Jupyter Postman Figma Notion Trello Asana Redis Nginx
+    Mac Wayland Travis Ninja Xcode Homebrew Github Gitlab Bitbucket Codecov Dependabot Readthedocs Pyodide Cygwin
     God Jesus Christ Lord Allah Buddha Bible Mars Venus Jupiter Saturn Mercury Pluto Earth Moon Sun
     Sir Madam Madame Dear Hi Hello Hey Thanks Regards Sincerely Cheers Best Mr Mrs Ms Miss Dr Prof Mx
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Mon Tue Wed Thu Fri Sat Sun""".split()

@@ -658,7 +658,8 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
         # that is a word too, is a term: Callback Hell)
         ok = (bool(strong) or (first[0] and (last[1] or unknown_last)) or (unknown_first and last[1] and not german
                                                                           and not (last[2] and len(named) == 2))
-              or (not german and all(not (w[3][0] or w[3][1] or w[3][2]) for w in named)))  # Kimiko Hoshino: no words
+              or (not german and all(not (w[3][0] or w[3][1] or w[3][2]) for w in named)  # Kimiko Hoshino: no words
+                  and not any(english_compound(w[2]) for w in named)))  # (Runtime Deprecations: word formation)
         if not ok and (first[0] or first[1]) and (prev in _WEAK_CUES or (german and prev in _GERMAN_CUES)):
             ok = True
         elif (ok and first[2] and len(named) == 2 and not (last[0] or last[1] or last[2]) and _sentence_start(text, s)

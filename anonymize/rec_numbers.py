@@ -305,6 +305,8 @@ def _not_a_value(text: str, s: int, e: int, raw: str) -> bool:
         return True  # 123456789 123456789 1234: a ruler
     if raw.isdigit() and _quantity_key_before(text, s):  # "memoryLimit": 4345298944
         return True
+    if raw.isdigit() and s > 0 and text[s - 1] == "/" and _in_url_path(text, s):
+        return True  # an id in a URL's path (https://codereview.chromium.org/2159683002)
     return _ZIP4.fullmatch(raw) is not None
 
 
@@ -317,6 +319,16 @@ _QUANTITY_WORDS = frozenset(
     "memory mem size bytes limit count total length len timeout duration ms ns us sec secs seconds millis time "
     "timestamp ts offset seq pid uid gid inode checksum hash crc free used available heap rss max min sum capacity "
     "elapsed epoch nonce serial version build revision".split())
+
+
+_URL_BEFORE = re.compile(r"(?:https?://|www\.)[^\s\"'<>]*/$")
+_PHONE_URL = ("wa.me/", "whatsapp", "tel", "phone", "call", "sms")
+
+
+def _in_url_path(text: str, s: int) -> bool:
+    """text[s] starts a segment of a web address's path (not a `wa.me/` or `tel` link's)."""
+    m = _URL_BEFORE.search(text, max(0, s - 200), s)
+    return m is not None and not any(w in m.group().lower() for w in _PHONE_URL)
 
 
 def _quantity_key_before(text: str, s: int) -> bool:

@@ -364,6 +364,9 @@ def _bounded(lo: str, s: int, e: int, phrase: str) -> bool:
     return not (e < len(lo) and lo[e].isalpha() and lo[e].isascii() or (e < len(lo) and "\u0400" <= lo[e] <= "\u04ff"))
 
 
+_PAIR_BEFORE_SLASH = re.compile(r"(?:user|username|login|email|e-mail|id|account|name)[ \t]*$")
+
+
 class DeclaredSecrets:
     name = "declared secrets"
     kinds = (SECRET,)
@@ -401,6 +404,8 @@ class DeclaredSecrets:
                 continue
             if e < n and ((text[e] in "_-" and not _PROSE_SUFFIX.match(lo, e)) or (text[e] == "." and e + 1 < n and (text[e + 1].isalnum() or text[e + 1] == "_"))) or (s > 0 and (text[s - 1] in "_." or (text[s - 1] == "-" and not _compound(text, s)))):
                 continue  # part of an identifier: the config-line recognizer reads it
+            if s > 0 and text[s - 1] == "/" and not _PAIR_BEFORE_SLASH.search(lo, max(0, s - 12), s - 1):
+                continue  # a path (`/etc/passwd`), not `username/password`
             if fam != "username":
                 near.append((s, e, fam))
             q = _TO_QUOTE.match(text, e)
