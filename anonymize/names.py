@@ -130,7 +130,7 @@ _TITLE_BEFORE = re.compile(r"(?<![A-Za-z])(?:(?:Mr|Mrs|Ms|Miss|Dr|Prof|Mx)\.?|(?
 _NEXT_WORD = re.compile(r"[ \t]*,?[ \t]*([a-z]+)")
 _INITIAL_BEFORE = re.compile(r"(?<![\w.])[A-Z]\.?[ \t]{1,2}$")  # "J. " before Smith (not "U.S. ")
 _GIVEN_AFTER = re.compile(r",[ \t]{1,2}([A-Z][a-z]+)(?![\w-])")  # ", John" after Smith
-_SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t\u00bf\u00a1")  # (¿ and ¡ open a Spanish sentence)
+_SENTENCE_END = frozenset(".!?\n\r\"'\u201c\u201d([{*\u2022>-:\t\u00bf\u00a1#|")  # (¿ and ¡ open a Spanish sentence)
 
 # German function words, hardly ever English ones: two of them near a candidate make its
 # sentence German, where every noun is capitalised (Buch, Kopf, Vogel)
@@ -517,6 +517,7 @@ def _written_lower(text: str, s: int, e: int) -> bool:
 
 
 _IDENT_EDGE = frozenset("./_-`=:[")
+_IDENT_AFTER = frozenset("=<>+*^|&[")
 
 
 def _written_as_identifier(text: str, s: int, e: int) -> bool:
@@ -627,6 +628,9 @@ def _common_noun_at(text: str, i: int) -> bool:
 
 def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines, german: bool = False) -> None:
     s, e = g[0][0], g[-1][1]
+    if e < len(text) and text[e] in _IDENT_AFTER and not (
+            text[e] == "[" and (text[e + 1 : e + 2].isdigit() or text.startswith(("[at]", "[dot]"), e))):
+        return  # an identifier glued to an operator (`Le=Y=0`, `Le++`, `List[str]`; not a citation's `[1]`)
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
     if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS) or _thing_in_text(text, s, e):
@@ -940,8 +944,8 @@ def lower_same_length(text: str) -> str:
 
 # the edges of a word in prose, as _RUN has them (_GLUED_BEFORE before it): not an attribute
 # (obj.Emin), a call, a path
-_NOT_AFTER = frozenset("_-(@/\\")
-_NOT_AFTER_JSON = frozenset("_-(@/")
+_NOT_AFTER = frozenset("_-(@/\\=<>+*^|&")
+_NOT_AFTER_JSON = frozenset("_-(@/=<>+*^|&")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -969,6 +973,8 @@ def _edge_after(text: str, j: int, json_text: bool) -> bool:
         return False
     if c == "." and j + 1 < len(text) and (text[j + 1].isalnum() or text[j + 1] == "_"):
         return False
+    if c == "[" and not (text[j + 1 : j + 2].isdigit() or text[j : j + 5].lower().startswith(("[at]", "[dot]", "[at ", "[ at"))):
+        return False  # code (`List[str]`, `j[Le]`), not a citation (`[1]`) or an address written out (`anna[at]...`)
     return not (json_text and c == "\\" and text.startswith("\\", j + 1))
 
 

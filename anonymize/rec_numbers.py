@@ -305,12 +305,15 @@ def _not_a_value(text: str, s: int, e: int, raw: str) -> bool:
         return True  # 123456789 123456789 1234: a ruler
     if raw.isdigit() and _quantity_key_before(text, s):  # "memoryLimit": 4345298944
         return True
+    if raw.isdigit() and int(raw) in _POWERS_OF_TWO:  # 2147483647, 4294967296: limits of integer types
+        return True
     if raw.isdigit() and s > 0 and text[s - 1] == "/" and _in_url_path(text, s):
         return True  # an id in a URL's path (https://codereview.chromium.org/2159683002)
     return _ZIP4.fullmatch(raw) is not None
 
 
 _COUNTING = "1234567890" * 4
+_POWERS_OF_TWO = frozenset(x for k in range(20, 65) for x in (2**k - 1, 2**k, 2**(k - 1) - 1))
 _DIGIT_RUN = re.compile(r"\d+")
 _KEY_BEFORE = re.compile(r"""["']?([A-Za-z][A-Za-z0-9_.-]{1,40})["']?[ \t]*[:=][ \t]*["']?$""")
 _KEY_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
