@@ -397,13 +397,20 @@ class _CodeLines:
     (most texts have a name candidate on a few of their lines only). A NUL (between the strings
     of a batch) ends a line too, so each string is judged as if alone."""
 
-    __slots__ = ("text", "any", "nul", "memo")
+    __slots__ = ("text", "any", "nul", "memo", "_things")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.any = _CODE_CHARS.search(text) is not None  # no line is code without one of these
         self.nul = "\x00" in text
         self.memo: dict[int, bool] = {}
+        self._things: bool | None = None
+
+    def things(self) -> bool:
+        """Does the text hold a noun of data/thing_nouns.txt at all (asked once)?"""
+        if self._things is None:
+            self._things = _THING_NOUN.search(self.text) is not None
+        return self._things
 
     def at(self, s: int) -> bool:
         if not self.any:
@@ -555,6 +562,7 @@ _BETWEEN_NOT = frozenset(
     "the a an to of in on at by for from with and or but as is are was were be been has have had will would can "
     "could should may might must do does did not no that this these those it its his her their our your my me him "
     "them us we you they he she who which what when where".split())
+_THING_NOUN = re.compile(r"(?i)(?<![\w])(?:" + "|".join(sorted(THING_NOUNS, key=len, reverse=True)) + r")(?![\w])")
 _DETERMINERS = frozenset("the a an its this that these those our your their his her any each every whose".split())
 _GAP = r"(?:[ \t]+|[ \t]*\n[ \t]*)"
 _THING_AFTER = re.compile(_GAP + r"([a-z]+|[A-Z]{2,3})(?![\w'\u2019-])(?:" + _GAP + r"([a-z]+)(?![\w'\u2019-]))?")
@@ -633,7 +641,7 @@ def _judge(text: str, g: list, title_at: int, out: list[Span], code: _CodeLines,
         return  # an identifier glued to an operator (`Le=Y=0`, `Le++`, `List[str]`; not a citation's `[1]`)
     if len(g) > 1 and text[s:e] in PLACES_EN:  # Costa Rica, San Marino
         return
-    if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS) or _thing_in_text(text, s, e):
+    if _term_follows(text, e) or (len(g) > 1 and g[-1][2].lower() in TERM_HEADS) or (code.things() and _thing_in_text(text, s, e)):
         return  # `Backus-Naur Form`, `Unique Master Citizen Number`, `Wolfram Research`: a term
     if len(g) == 1 and g[0][2] in _FUNCTION_WORDS and e + 1 < len(text) and text[e] == " " and (
             text[e + 1].islower() or _ACRONYM.match(text, e + 1) or _common_noun_at(text, e + 1)):

@@ -3,9 +3,9 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). Each earlier held-out set (`TEST_R1` to `TEST_R4` and their chatter)
-was looked at after its round and is part of dev since; `TEST` is the fifth (R5), written
-before R4's misses were looked at and never tuned on. Each item is (text, the planted values, family, language). Families:
+drawn with another seed). Each earlier held-out set (`TEST_R1` to `TEST_R16` and their chatter)
+was looked at after its round and is part of dev since; `TEST` is the latest round (R17), written
+before its own results were seen and never tuned on. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
 
@@ -1695,7 +1695,7 @@ CHATTER_TEST_R15 = [
 
 # R16: written after R15 was measured and its misses were tuned on (R15 joined dev then), before
 # any tuning on R16; measured once.
-TEST = {
+TEST_R16 = {
     "quoted": {
         "en": ["he typed \"{p}\" into the password box", "password: \"{p}\" -- please change it", "the VPN's password, '{p}', expired"],
         "zh": ["他在密码框里输入了“{p}”", "VPN的密码「{p}」过期了"],
@@ -1785,7 +1785,7 @@ TEST = {
         "ru": ["PIN-код SIM-карты {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R16 = [
     "He typed the wrong password twice.", "The VPN password expired yesterday.", "The root password on the NAS was reset.",
     "pw for the shared mailbox is in the wiki", "Password changed successfully.", "user= and pass= are required",
     "REDIS_PASSWORD is empty in dev.", "db.password comes from the vault.", "mysql --password without a value prompts.",
@@ -1798,6 +1798,114 @@ CHATTER_TEST = [
     "Он дважды ошибся в пароле.", "PIN-код SIM-карты заблокирован.", "Passwords expire every 90 days.",
     "The backup passphrase is kept offline.", "password: see 1Password", "The login code is six digits.",
     "Use a different password for the NAS.",
+]
+
+# R17: written after R16's misses were mended, before any of its own results were seen
+TEST = {
+    "quoted": {
+        "en": ["the router admin password is still 'factory' style: '{p}'", "Netflix login for the family -> \"{p}\"",
+               "he left the password `{p}` in the Slack channel"],
+        "zh": ["路由器后台密码还是“{p}”", "全家共用的奈飞账号密码『{p}』"],
+        "es": ["la clave del router sigue siendo \"{p}\"", "dejó la contraseña `{p}` en el canal de Slack"],
+        "de": ["das Router-Kennwort ist immer noch „{p}“", "er hat das Passwort `{p}` im Slack-Kanal gepostet"],
+        "fr": ["le mot de passe de la box est toujours « {p} »", "il a laissé le mot de passe `{p}` dans le canal Slack"],
+        "pt": ["a senha do roteador ainda é \"{p}\"", "ele deixou a senha `{p}` no canal do Slack"],
+        "ja": ["ルーターの管理パスワードはまだ『{p}』のまま", "Slackのチャンネルにパスワード`{p}`を貼ってしまった"],
+        "ko": ["공유기 관리자 비밀번호가 아직 \"{p}\"예요", "슬랙 채널에 비밀번호 `{p}`를 올렸어요"],
+        "ru": ["пароль от роутера до сих пор «{p}»", "он оставил пароль `{p}` в канале Slack"],
+    },
+    "copula": {
+        "en": ["school portal password = {p}", "the smart lock's master code became {p} after the reset",
+               "fyi the staging db pw is now {p}"],
+        "zh": ["学校门户的密码改成了{p}", "测试库的密码现在是 {p}"],
+        "es": ["la contraseña del portal del colegio ahora es {p}", "para que sepas, la clave de staging quedó en {p}"],
+        "de": ["Passwort fürs Schulportal jetzt: {p}", "zur Info, das Staging-DB-Passwort ist jetzt {p}"],
+        "fr": ["le mot de passe du portail de l'école est maintenant {p}", "pour info, le mdp de la base de staging est {p}"],
+        "pt": ["a senha do portal da escola agora é {p}", "só pra avisar, a senha do banco de staging ficou {p}"],
+        "ja": ["学校ポータルのパスワードは今 {p} です", "ステージングDBのパスワードを{p}に変えました"],
+        "ko": ["학교 포털 비밀번호는 이제 {p}예요", "스테이징 DB 비번 {p}로 바꿨어요"],
+        "ru": ["пароль школьного портала теперь {p}", "к сведению, пароль staging-базы сейчас {p}"],
+    },
+    "pair": {
+        "en": ["login {u} pw {p}", "creds for the console: {e} and {p}"],
+        "zh": ["账号{u} 密码{p}"],
+        "es": ["acceso: {u} contraseña {p}"],
+        "de": ["Login {u} Kennwort {p}"],
+        "fr": ["identifiant {u} mot de passe {p}"],
+        "pt": ["login {u} senha {p}"],
+        "ja": ["ID {u} パスワード {p}"],
+        "ko": ["아이디 {u} 비번 {p}"],
+        "ru": ["логин {u} пароль {p}"],
+    },
+    "config": {
+        "en": ["CI secret: DEPLOY_TOKEN={p}", "[smtp]\npassword = {p}", "spring.datasource.password={p}", "auth_pass: \"{p}\""],
+        "zh": ["CI变量 DEPLOY_TOKEN={p}"],
+        "es": ["variable de CI: DEPLOY_TOKEN={p}"],
+        "de": ["in der application.properties: spring.datasource.password={p}"],
+        "fr": ["dans le fichier : auth_pass: \"{p}\""],
+        "pt": ["variável do CI: DEPLOY_TOKEN={p}"],
+        "ja": ["application.properties に spring.datasource.password={p}"],
+        "ko": ["CI 변수 DEPLOY_TOKEN={p}"],
+        "ru": ["в конфиге: spring.datasource.password={p}"],
+    },
+    "command": {
+        "en": ["psql \"host=db user=app password={p}\"", "curl -u deploy:{p} https://ci.example.com/api", "htpasswd -b .htpasswd admin {p}"],
+        "zh": ["执行 curl -u deploy:{p} https://ci.example.com/api"],
+        "es": ["ejecuta: psql \"host=db user=app password={p}\""],
+        "de": ["Aufruf: curl -u deploy:{p} https://ci.example.com/api"],
+        "fr": ["lance : htpasswd -b .htpasswd admin {p}"],
+        "pt": ["roda: curl -u deploy:{p} https://ci.example.com/api"],
+        "ja": ["実行：psql \"host=db user=app password={p}\""],
+        "ko": ["실행: htpasswd -b .htpasswd admin {p}"],
+        "ru": ["запуск: curl -u deploy:{p} https://ci.example.com/api"],
+    },
+    "uri": {
+        "en": ["amqp://guest:{p}@rabbit:5672/", "redis://:{p}@cache.internal:6379/0"],
+        "zh": ["队列地址 amqp://guest:{p}@rabbit:5672/"],
+        "es": ["cola: amqp://guest:{p}@rabbit:5672/"],
+        "de": ["Cache: redis://:{p}@cache.internal:6379/0"],
+        "fr": ["file : amqp://guest:{p}@rabbit:5672/"],
+        "pt": ["cache: redis://:{p}@cache.internal:6379/0"],
+        "ja": ["キュー：amqp://guest:{p}@rabbit:5672/"],
+        "ko": ["캐시: redis://:{p}@cache.internal:6379/0"],
+        "ru": ["очередь: amqp://guest:{p}@rabbit:5672/"],
+    },
+    "passphrase": {
+        "en": ["seed words (keep safe!): {w}", "the GPG key's passphrase is {w}", "mnemonic = \"{w}\""],
+        "zh": ["助记词是 {w}"],
+        "es": ["las palabras semilla son: {w}"],
+        "de": ["die Seed-Wörter lauten: {w}"],
+        "fr": ["la phrase mnémonique est : {w}"],
+        "pt": ["as palavras da seed são: {w}"],
+        "ja": ["シードフレーズは {w} です"],
+        "ko": ["시드 문구는 {w}"],
+        "ru": ["сид-фраза: {w}"],
+    },
+    "pin": {
+        "en": ["the door code is {n}", "bank app PIN {n}", "your verification code: {n}"],
+        "zh": ["门禁密码{n}", "银行卡取款密码是{n}"],
+        "es": ["el código de la puerta es {n}", "PIN de la app del banco: {n}"],
+        "de": ["der Türcode ist {n}"],
+        "fr": ["le digicode est {n}"],
+        "pt": ["o código da porta é {n}"],
+        "ja": ["ドアの暗証番号は{n}"],
+        "ko": ["현관 비밀번호 {n}"],
+        "ru": ["код от домофона {n}"],
+    },
+}
+CHATTER_TEST = [
+    "The router still has its factory password.", "Who posted a password in the Slack channel?", "Netflix asked for the password again.",
+    "The school portal password rules changed.", "The smart lock code reset itself.", "The staging db password lives in Vault.",
+    "login and pw fields are both empty", "creds for the console are in the runbook", "DEPLOY_TOKEN is masked in CI logs.",
+    "spring.datasource.password is read from the environment.", "psql asks for the password when it is missing.",
+    "curl -u prompts for a password if you leave it out.", "htpasswd creates the file with -c.", "redis:// URLs may carry a password.",
+    "Write the seed words on paper, never online.", "The GPG passphrase protects the private key.", "Enter the door code on the keypad.",
+    "The bank app PIN has six digits.", "Your verification code expires in 5 minutes.",
+    "路由器密码忘了怎么办", "门禁密码坏了", "La clave del router viene en la etiqueta.", "El código de la puerta cambió.",
+    "Das Router-Kennwort steht auf dem Aufkleber.", "Der Türcode wurde geändert.", "Le mot de passe de la box est sous l'appareil.",
+    "Le digicode a changé.", "A senha do roteador está na etiqueta.", "O código da porta mudou.", "ルーターのパスワードを忘れました",
+    "ドアの暗証番号が変わりました", "공유기 비밀번호를 잊어버렸어요", "현관 비밀번호가 바뀌었어요", "Пароль от роутера написан на наклейке.",
+    "Код от домофона поменяли.", "Never paste passwords into chat.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1868,10 +1976,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16)
 
 
 def chatter(split: str) -> list[str]:
