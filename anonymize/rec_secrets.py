@@ -137,10 +137,20 @@ def code_value(text: str, s: int, e: int, assigned: bool = True) -> bool:
     nxt = text[e : e + 1]
     if nxt in ("(", "[") or (nxt == "." and (text[e + 1 : e + 2].isalnum() or text[e + 1 : e + 2] == "_")):
         return True
-    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ") and not _DIGIT_IN_WORD.search(v):
-        return True  # os.environ.get, settings.DB_PASSWORD (not rR.xg29jt: digits inside a word)
+    if _CODE_VALUE.fullmatch(v) and not v.startswith("eyJ") and not _DIGIT_IN_WORD.search(v) and not any(
+            map(_typed_at_random, v.split("."))):
+        return True  # os.environ.get, settings.DB_PASSWORD (not rR.xg29jt: digits inside a word; not do.XT_5fyGzsnN)
     # snake_case names and SCREAMING_SNAKE constants (password_env: DB_PASSWORD) are references
     return v.isidentifier() and "_" in v and (v.lower() == v or v.upper() == v) and not any(c.isdigit() for c in v)
+
+
+def _typed_at_random(part: str) -> bool:
+    """A part of a dotted value with digits and both cases, the case changing three times or
+    more (`XT_5fyGzsnN`): typed at random, not a name in code (`DB_PASSWORD_2`, `getPassword`)."""
+    if len(part) < 8 or not any(c.isdigit() for c in part) or part.lower() == part or part.upper() == part:
+        return False
+    letters = [c for c in part if c.isalpha()]
+    return sum(a.isupper() != b.isupper() for a, b in zip(letters, letters[1:])) >= 3
 
 
 def _entropy(s: str) -> float:
@@ -337,7 +347,7 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~])"
                r"|[\u3040-\u30ff\u4e00-\u9fff]{1,8}(?=[ \t]*(?:→|->|=>)[ \t]*[!-~]))?"  # `パスワード変更しました→X`
                r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:[^\W\d_]{1,12}[ \t]+)?" + alternation(prepositions)
-               + r"(?:[ \t]+[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`, `de la base de datos es X`
+               + r"(?:[ \t]+(?:[^\W\d_]{1,2}['’])?[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`, `de la base de datos es X`
                + alternation(copulas)
                + r"(?:[ \t]+" + alternation([q for q in qualifiers if not _GLUED.match(q)])
                + "|" + alternation([q for q in qualifiers if _GLUED.match(q)]) + ")?"  # `is now X`, `はまだX`
@@ -424,6 +434,11 @@ class DeclaredSecrets:
             if fam == "pin":
                 if p < n and text[p] in "[(（【" and _CLOSING_AFTER.match(text, p + 1):
                     p += 1  # `인증번호 [420096]`
+                t = _VALUE.match(text, p) if p > e else None
+                if t and not t.group().isdigit() and any(c.isdigit() for c in t.group()) and password_like(t.group()):
+                    # `the master code became Garden9684!`: a code of letters and digits, whole
+                    out.append(Candidate(p, _trim(text, p, t.end()), SECRET, WEAK, NONE, FOUND))
+                    continue
                 d = _DIGITS_CODE.match(text, p)
                 if phrase in _BARE_CODE:  # `Use code 675783`: a one-time code's six or more digits, right after
                     if not d:  # or after a few words and a colon: `Code zur Anmeldung: 147504`
@@ -656,13 +671,13 @@ _PROSE_SUFFIX = re.compile(r"-(?:wise|related)(?![\w-])")  # `password-wise`: a 
 
 
 def _compound(text: str, s: int) -> bool:
-    """`WLAN-Passwort`, `Root-Kennwort`, `sudo-Passwort`, `root-пароль`: a word joined to a
+    """`WLAN-Passwort`, `Root-Kennwort`, `sudo-Passwort`, `root-пароль`, `Staging-DB-Passwort`: words joined to a
     secret word by a hyphen in prose (a letter run before the hyphen with a space or the start
     before it, one of the two capitalised or the secret word in no ASCII), not `db-password`."""
     i = s - 1
     j = i
-    while j > 0 and text[j - 1].isalpha():
-        j -= 1
+    while j > 0 and (text[j - 1].isalpha() or (text[j - 1] == "-" and j - 1 > 0 and text[j - 2].isalpha() and text[j].isalpha())):
+        j -= 1  # (`Staging-DB-Passwort`: several words joined)
     return j < i and (j == 0 or text[j - 1] in " \t\n(\"'") and (text[j].isupper() or text[s].isupper() or not text[s].isascii())
 
 
@@ -880,6 +895,9 @@ class LoginPairs:
 _EMAIL_LIKE = re.compile(r"@[A-Za-z0-9\-]+\.[A-Za-z]{2,}")
 _PORT = re.compile(r"\d{1,5}(?:[/?#]|$)")
 _AFTER_EMAIL = re.compile(r"(?:[ \t]*/[ \t]*|:)([^\s\x00\"'`,;<>()\[\]{}]{3,64})")
+# `creds for the console: a@b.example and X`: after a word for credentials, the value beside the address
+_AND_AFTER_EMAIL = re.compile(r"(?:[ \t]*,[ \t]*|[ \t]+(?:and|&|plus)[ \t]+)([^\s\x00\"'`,;<>()\[\]{}]{3,64})")
+_CREDS_BEFORE = re.compile(r"(?<![a-z])(?:creds|credentials|login|log-?in|sign-?in)(?![a-z])")
 
 
 def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
@@ -890,6 +908,9 @@ def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
             continue
         m = _AFTER_EMAIL.match(text, sp.end)
         if not m:
+            m = _AND_AFTER_EMAIL.match(text, sp.end)
+            if m and _CREDS_BEFORE.search(doc.lo, max(0, sp.start - 48), sp.start) and password_like(m.group(1)):
+                out.append(Candidate(m.start(1), _trim(text, m.start(1), m.end(1)), SECRET, WEAK, NONE, FOUND))
             continue
         v = m.group(1)
         vs, ve = m.start(1), _trim(text, m.start(1), m.end(1))

@@ -227,6 +227,18 @@ CASES = [
     ("passphrase", "en", "wallet recovery: lantern north violet candle", ["lantern north violet candle"]),
     ("copula", "ja", "パスワードはまだCopper6560+のまま", ["Copper6560+"]),
     ("copula", "zh", "密码还是cloudcloud880", ["cloudcloud880"]),
+    # R17's misses: verbs of becoming, adverbs of now, several words joined to the secret word,
+    # an elided article after a preposition, a random part of a dotted value, a code of letters
+    ("copula", "zh", "学校门户的密码改成了L3tm3in61!", ["L3tm3in61!"]),
+    ("copula", "es", "para que sepas, la clave de staging quedó en teCUpbA.eiz", ["teCUpbA.eiz"]),
+    ("copula", "de", "zur Info, das Staging-DB-Passwort ist jetzt Qw3rty30!", ["Qw3rty30!"]),
+    ("copula", "fr", "le mot de passe du portail de l'école est maintenant 4Z2HPULMn*Lr?Eb", ["4Z2HPULMn*Lr?Eb"]),
+    ("copula", "pt", "só pra avisar, a senha do banco de staging ficou S3cr3t19$", ["S3cr3t19$"]),
+    ("copula", "ja", "学校ポータルのパスワードは今 !#va8JiaeW です", ["!#va8JiaeW"]),
+    ("copula", "ko", "학교 포털 비밀번호는 이제 Cm3PV_Mr2GZy*예요", ["Cm3PV_Mr2GZy*"]),
+    ("copula", "en", "school portal password = do.XT_5fyGzsnN", ["do.XT_5fyGzsnN"]),
+    ("pin", "en", "the smart lock's master code became Garden9684! after the reset", ["Garden9684!"]),
+    ("pair", "en", "creds for the console: admin231@mail.example.com and rivernorth198", ["rivernorth198"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
