@@ -3,8 +3,8 @@ that talk about passwords without holding one (benchmarks/overscrub_eval.py read
 
 Two splits, made from disjoint templates: `dev` (the rules may be tuned on it) and `test`
 (held out: its templates were written apart and never looked at while tuning; its secrets are
-drawn with another seed). Each earlier held-out set (`TEST_R1` to `TEST_R16` and their chatter)
-was looked at after its round and is part of dev since; `TEST` is the latest round (R17), written
+drawn with another seed). Each earlier held-out set (`TEST_R1` to `TEST_R17` and their chatter)
+was looked at after its round and is part of dev since; `TEST` is the latest round (R18), written
 before its own results were seen and never tuned on. Each item is (text, the planted values, family, language). Families:
 quoted, copula, pair, config, command, uri, passphrase, pin. Languages: en, zh, es, de, fr,
 pt, ja, ko, ru."""
@@ -1801,7 +1801,7 @@ CHATTER_TEST_R16 = [
 ]
 
 # R17: written after R16's misses were mended, before any of its own results were seen
-TEST = {
+TEST_R17 = {
     "quoted": {
         "en": ["the router admin password is still 'factory' style: '{p}'", "Netflix login for the family -> \"{p}\"",
                "he left the password `{p}` in the Slack channel"],
@@ -1893,7 +1893,7 @@ TEST = {
         "ru": ["код от домофона {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R17 = [
     "The router still has its factory password.", "Who posted a password in the Slack channel?", "Netflix asked for the password again.",
     "The school portal password rules changed.", "The smart lock code reset itself.", "The staging db password lives in Vault.",
     "login and pw fields are both empty", "creds for the console are in the runbook", "DEPLOY_TOKEN is masked in CI logs.",
@@ -1906,6 +1906,113 @@ CHATTER_TEST = [
     "Le digicode a changé.", "A senha do roteador está na etiqueta.", "O código da porta mudou.", "ルーターのパスワードを忘れました",
     "ドアの暗証番号が変わりました", "공유기 비밀번호를 잊어버렸어요", "현관 비밀번호가 바뀌었어요", "Пароль от роутера написан на наклейке.",
     "Код от домофона поменяли.", "Never paste passwords into chat.",
+]
+
+# R18: written after R17's misses were mended (2026-12-07 20:10 UTC), not yet measured
+TEST = {
+    "quoted": {
+        "en": ["hotel wifi password (lobby): \"{p}\"", "I reset grandma's email password to '{p}' so she can log in",
+               "the camera's admin pass, \"{p}\", is printed on the box"],
+        "zh": ["酒店大堂的wifi密码：“{p}”", "我把奶奶的邮箱密码重置成了“{p}”"],
+        "es": ["la contraseña del wifi del hotel: \"{p}\"", "le cambié la contraseña del correo a la abuela a '{p}'"],
+        "de": ["WLAN-Passwort im Hotel: \"{p}\"", "ich hab Omas Mail-Passwort auf '{p}' zurückgesetzt"],
+        "fr": ["mot de passe wifi de l'hôtel : \"{p}\"", "j'ai remis le mot de passe mail de mamie à '{p}'"],
+        "pt": ["senha do wifi do hotel: \"{p}\"", "mudei a senha do e-mail da vó para '{p}'"],
+        "ja": ["ホテルのWi-Fiパスワード：「{p}」", "祖母のメールのパスワードを'{p}'にリセットした"],
+        "ko": ["호텔 와이파이 비밀번호: \"{p}\"", "할머니 메일 비밀번호를 '{p}'로 초기화했어요"],
+        "ru": ["пароль от вайфая в отеле: «{p}»", "я сбросил бабушке пароль от почты на '{p}'"],
+    },
+    "copula": {
+        "en": ["Steam account pw is {p} don't tell anyone", "the HR portal password will be {p} from Monday",
+               "new password for the camera -> {p}"],
+        "zh": ["Steam账号的密码是{p}别告诉别人", "周一起HR系统的密码改为{p}"],
+        "es": ["la contraseña de Steam es {p}, no se la digas a nadie", "desde el lunes la clave del portal de RRHH será {p}"],
+        "de": ["das Steam-Passwort ist {p}, nicht weitersagen", "ab Montag lautet das HR-Portal-Passwort {p}"],
+        "fr": ["le mdp Steam c'est {p}, le dis à personne", "à partir de lundi le mot de passe du portail RH sera {p}"],
+        "pt": ["a senha da Steam é {p}, não conta pra ninguém", "a partir de segunda a senha do portal de RH vai ser {p}"],
+        "ja": ["Steamのパスワードは{p}だよ、内緒ね", "月曜から人事ポータルのパスワードは{p}になります"],
+        "ko": ["스팀 비번 {p}임 아무한테도 말하지 마", "월요일부터 인사 포털 비밀번호는 {p}입니다"],
+        "ru": ["пароль от стима {p}, никому не говори", "с понедельника пароль от HR-портала будет {p}"],
+    },
+    "pair": {
+        "en": ["Steam: {u} / {p}", "account {u}, password {p}"],
+        "zh": ["账户：{u}，口令：{p}"],
+        "es": ["cuenta {u}, contraseña {p}"],
+        "de": ["Konto {u}, Passwort {p}"],
+        "fr": ["compte {u}, mot de passe {p}"],
+        "pt": ["conta {u}, senha {p}"],
+        "ja": ["アカウント {u}、パスワード {p}"],
+        "ko": ["계정 {u}, 비밀번호 {p}"],
+        "ru": ["аккаунт {u}, пароль {p}"],
+    },
+    "config": {
+        "en": ["MYSQL_ROOT_PASSWORD: {p}", "<password>{p}</password>", "client_secret = '{p}'", "set -x WIFI_PSK {p}"],
+        "zh": ["docker-compose 里 MYSQL_ROOT_PASSWORD: {p}"],
+        "es": ["en el compose: MYSQL_ROOT_PASSWORD: {p}"],
+        "de": ["in settings.xml: <password>{p}</password>"],
+        "fr": ["dans le fichier : client_secret = '{p}'"],
+        "pt": ["no compose: MYSQL_ROOT_PASSWORD: {p}"],
+        "ja": ["settings.xml に <password>{p}</password>"],
+        "ko": ["compose 파일: MYSQL_ROOT_PASSWORD: {p}"],
+        "ru": ["в settings.xml: <password>{p}</password>"],
+    },
+    "command": {
+        "en": ["docker login -u ci -p {p} registry.example.com", "PGPASSWORD={p} pg_dump app > app.sql", "vault login -method=userpass username=ops password={p}"],
+        "zh": ["运行 docker login -u ci -p {p} registry.example.com"],
+        "es": ["corre: PGPASSWORD={p} pg_dump app > app.sql"],
+        "de": ["Befehl: docker login -u ci -p {p} registry.example.com"],
+        "fr": ["tape : vault login -method=userpass username=ops password={p}"],
+        "pt": ["rode: PGPASSWORD={p} pg_dump app > app.sql"],
+        "ja": ["実行：docker login -u ci -p {p} registry.example.com"],
+        "ko": ["실행: PGPASSWORD={p} pg_dump app > app.sql"],
+        "ru": ["команда: vault login -method=userpass username=ops password={p}"],
+    },
+    "uri": {
+        "en": ["mongodb+srv://app:{p}@cluster0.example.net/prod", "ftp://backup:{p}@files.example.org/"],
+        "zh": ["连接串 mongodb+srv://app:{p}@cluster0.example.net/prod"],
+        "es": ["cadena: mongodb+srv://app:{p}@cluster0.example.net/prod"],
+        "de": ["FTP: ftp://backup:{p}@files.example.org/"],
+        "fr": ["chaîne : mongodb+srv://app:{p}@cluster0.example.net/prod"],
+        "pt": ["ftp: ftp://backup:{p}@files.example.org/"],
+        "ja": ["接続文字列：mongodb+srv://app:{p}@cluster0.example.net/prod"],
+        "ko": ["FTP: ftp://backup:{p}@files.example.org/"],
+        "ru": ["строка: mongodb+srv://app:{p}@cluster0.example.net/prod"],
+    },
+    "passphrase": {
+        "en": ["ssh key passphrase = {w}", "backup phrase for the ledger: {w}", "recovery words, in order: {w}"],
+        "zh": ["SSH密钥的口令短语：{w}"],
+        "es": ["frase de contraseña de la clave SSH: {w}"],
+        "de": ["Passphrase des SSH-Schlüssels: {w}"],
+        "fr": ["phrase secrète de la clé SSH : {w}"],
+        "pt": ["frase-senha da chave SSH: {w}"],
+        "ja": ["SSH鍵のパスフレーズ：{w}"],
+        "ko": ["SSH 키 암호 문구: {w}"],
+        "ru": ["парольная фраза SSH-ключа: {w}"],
+    },
+    "pin": {
+        "en": ["garage opener code {n}", "the OTP they texted me is {n}", "card PIN: {n} (don't judge)"],
+        "zh": ["车库门密码是{n}", "短信验证码：{n}"],
+        "es": ["el código del garaje es {n}", "el código que me mandaron por SMS es {n}"],
+        "de": ["der Garagencode ist {n}"],
+        "fr": ["le code du garage est {n}"],
+        "pt": ["o código da garagem é {n}"],
+        "ja": ["ガレージの暗証番号は{n}です"],
+        "ko": ["차고 비밀번호는 {n}"],
+        "ru": ["код от гаража {n}"],
+    },
+}
+CHATTER_TEST = [
+    "The hotel wifi password is at the front desk.", "I reset grandma's email password yesterday.", "The camera's admin password is printed on the box.",
+    "Don't tell anyone your Steam password.", "The HR portal password changes on Monday.", "Set a new password for the camera.",
+    "account and password are case-sensitive", "MYSQL_ROOT_PASSWORD must be set for the container.", "<password> is read from settings.xml.",
+    "client_secret comes from the OAuth app page.", "docker login -p is insecure; use --password-stdin.", "PGPASSWORD is read by pg_dump.",
+    "vault login asks for the password.", "mongodb+srv URLs can carry a password.", "The SSH key passphrase can be empty.",
+    "Write the recovery words down in order.", "The garage opener code is on the remote.", "The OTP expires in a minute.", "Never share your card PIN.",
+    "酒店wifi密码在前台", "奶奶忘了邮箱密码", "La contraseña del wifi está en recepción.", "El código del garaje está en el mando.",
+    "Das WLAN-Passwort steht an der Rezeption.", "Der Garagencode steht auf der Fernbedienung.", "Le mot de passe wifi est à l'accueil.",
+    "Le code du garage est sur la télécommande.", "A senha do wifi está na recepção.", "O código da garagem está no controle.",
+    "Wi-Fiのパスワードはフロントにあります", "ガレージの暗証番号を忘れました", "와이파이 비밀번호는 프런트에 있어요", "차고 비밀번호를 잊었어요",
+    "Пароль от вайфая на ресепшене.", "Код от гаража забыл.", "Passwords in chat get scrubbed.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -1976,10 +2083,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16, TEST_R17)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16 + CHATTER_TEST_R17)
 
 
 def chatter(split: str) -> list[str]:
