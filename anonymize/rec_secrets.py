@@ -264,6 +264,7 @@ _OPEN = "".join(_QUOTES)
 # the end, CJK punctuation, a Japanese copula
 _VALUE = re.compile(r"[^\s\x00\"'`“”«»「」『』，。；、！？（）()<>\[\]{}]+")
 _TRAIL = ".,;:!?)"
+_TRAIL_CJK = ".,;:)"
 _DIGITS_CODE = re.compile(r"\d{3,4}[ \-]?\d{2,4}|\d{4,8}")
 _CODE_FOR_WORDS = (" to verify", " to confirm", " to sign in", " to log in", " to activate", " to complete", " is your")
 _TO_COLON = re.compile(r"[^\n\x00:：.!?]{1,30}[:：][ \t]*")  # a few words or a parenthesis, then a colon
@@ -280,8 +281,15 @@ def _latin_alnum(c: str) -> bool:
 
 
 # German writes a secret word as the head of a compound noun: `Zugangspasswort`, `Adminkennwort`
-_COMPOUND_HEADS_T = ("passwort", "kennwort")
+_COMPOUND_HEADS_T = ("passwort", "kennwort", "code")
 _COMPOUND_HEADS = frozenset(_COMPOUND_HEADS_T)
+# compounds of `code` that name no secret: `Barcode`, `Quellcode`, `Fehlercode`, `Unicode`
+_NOT_SECRET_CODE = re.compile(
+    r"(?:bar|quell|fehler|status|programm|maschinen|byte|qr|farb|länder|laender|zeichen|uni|op|shell|zip|post|"
+    r"source|pseudo|error|exit|return|country|html|java|x|vs|en|de|trans|geo|area|region|sprach|iso|ansi|ascii|"
+    r"morse|binär|binaer|objekt|object|micro|mikro|bytes|steuer|short|key|hash|char|leet|auto|time|colou?r|hex|re|pre|"
+    r"dis|gen|mnemo|machine|hdl|bit|op|tele|telefon|vor|wahl|lan|bank|swift|bic|sort|promo|rabatt|gutschein|voucher|"
+    r"coupon|discount|referral|invite|einladungs|dial)$")
 
 
 def _stems(phrases) -> ahocorasick.Automaton:
@@ -364,13 +372,20 @@ _WORD_CHAR = re.compile(r"[\w]")
 
 
 
-def _bounded(lo: str, s: int, e: int, phrase: str) -> bool:
+def _bounded(text: str, lo: str, s: int, e: int, phrase: str) -> bool:
     """A Latin or Cyrillic phrase stands as a whole word (not `spin`, `passenger`); CJK, kana
     and Hangul ones may be glued (`密码是`, `비밀번호는`); a German head may end a compound."""
     if not phrase[:1].isascii() and not ("\u00c0" <= phrase[0] <= "\u04ff"):
         return True
-    if s > 0 and (_latin_alnum(lo[s - 1]) or lo[s - 1] == "_") and not (phrase in _COMPOUND_HEADS and lo[s - 1].isalpha()):
-        return False
+    if s > 0 and (_latin_alnum(lo[s - 1]) or lo[s - 1] == "_"):
+        if not (phrase in _COMPOUND_HEADS and lo[s - 1].isalpha()):
+            return False
+        if phrase == "code":  # `Garagencode`, not `Barcode`, `Unicode`, `FlightStatusCode`
+            a = s
+            while a > 0 and lo[a - 1].isalpha():
+                a -= 1
+            if _NOT_SECRET_CODE.match(lo, a, s) or not text[a + 1 : e].islower():
+                return False
     return not (e < len(lo) and lo[e].isalpha() and lo[e].isascii() or (e < len(lo) and "\u0400" <= lo[e] <= "\u04ff"))
 
 
@@ -402,10 +417,10 @@ class DeclaredSecrets:
             if m is None:
                 continue
             s, e = m.span()
-            covered = e
             phrase = m.group()
-            if not _bounded(lo, s, e, phrase):
-                continue
+            if not _bounded(text, lo, s, e, phrase):
+                continue  # (`admin pass` in `admin password`: the next start reads `password`)
+            covered = e
             fam = family.get(phrase)
             if fam is None:  # (a phrase matched with other spaces or hyphens)
                 fam = family.get(re.sub(r"[ \t\u00a0\-]+", " ", phrase), "password")
@@ -416,8 +431,8 @@ class DeclaredSecrets:
                 continue  # part of an identifier: the config-line recognizer reads it
             if s > 0 and text[s - 1] == "/" and not _PAIR_BEFORE_SLASH.search(lo, max(0, s - 12), s - 1):
                 continue  # a path (`/etc/passwd`), not `username/password`
-            if fam != "username":
-                near.append((s, e, fam))
+            if fam != "username" and not (phrase == "code" and s > 0 and lo[s - 1].isalpha()):
+                near.append((s, e, fam))  # (`Garagencode ist X` reads on; no quote before it)
             q = _TO_QUOTE.match(text, e)
             nxt = text[e : e + 16].split(None, 1)
             if nxt and nxt[0].lower().strip(":：") in _COMPOUND_NEXT:
@@ -445,6 +460,10 @@ class DeclaredSecrets:
                         w = _PIN_WORDS.match(text, e)
                         if w and ":" in text[e : w.end()] or w and "：" in text[e : w.end()]:
                             d = _DIGITS_CODE.match(text, w.end())
+                        else:  # `código que me mandaron por SMS es 163781`, `код от гаража 353182`
+                            w = _code_clause().match(text, e)
+                            if w:
+                                d = _DIGITS_CODE.match(text, w.end())
                     if d and d.end() - d.start() >= 6 and text[d.start() : d.end()].isdigit() and not (d.end() < n and text[d.end()].isalnum()):
                         out.append(Candidate(d.start(), d.end(), SECRET, WEAK, NONE, FOUND))
                     continue
@@ -615,6 +634,19 @@ _PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}(?:-[^\W\d_]{1,12})?){1,4}[ \t]
 _OPENERS = frozenset(_OPEN)
 _NEXT_PARAM = re.compile(r"&(?=[A-Za-z_][\w.\-]*=)")
 # a word that names many codes (`error code 1234`): a one-time code only as six digits or more
+@functools.cache
+def _code_clause() -> re.Pattern:
+    """What may stand between a bare `code` and its digits on one line: a few words then a
+    one-word copula (`que me mandaron por SMS es`, `I got by text is`), or a preposition and
+    one or two words (`от гаража`, `for the gate`)."""
+    grammar = context_words("password")
+    copulas = [c for c in grammar.get("copula", []) if c.isalpha()]
+    return re.compile(
+        r"(?:(?:[ \t]+[^\W\d_]{1,12}){1,6}?[ \t]+" + alternation(copulas)
+        + r"|[ \t]+" + alternation(grammar.get("preposition", [])) + r"(?:[ \t]+[^\W\d_]{1,12}){1,2})"
+        r"[ \t]*[:：]?[ \t]+(?=\d)")
+
+
 _BARE_CODE = frozenset(("code", "código", "codigo", "код", "codice", "kod", "kode"))
 _SENTENCE_STOP = re.compile(r"[.!?。！？](?:\s|$)|[\n\x00]")
 
@@ -784,7 +816,12 @@ def _spaced_or_cjk(text: str, e: int, phrase: str) -> bool:
 
 
 def _trim(text: str, s: int, e: int) -> int:
-    while e - s > 1 and text[e - 1] in _TRAIL and (e == len(text) or not text[e].isalnum()):
+    """The end of a bare value less the sentence's punctuation after it; in Chinese or Japanese
+    text, whose sentences end in full-width marks, an ASCII `!` or `?` is the value's own."""
+    trail = _TRAIL
+    if s > 0 and ("\u3000" <= text[s - 1] <= "\u9fff" or "\uff00" <= text[s - 1] <= "\uffef"):
+        trail = _TRAIL_CJK
+    while e - s > 1 and text[e - 1] in trail and (e == len(text) or not text[e].isalnum()):
         e -= 1
     return e
 
@@ -841,6 +878,19 @@ def _seed_words(doc: Doc, s: int, out: list[Candidate]) -> None:
 _SLASH_PAIR = re.compile(
     r"(?<![\w.@/\-])(?:(?P<ul>u|user|usr|login|id)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<u>[A-Za-z][A-Za-z0-9._\-]{1,31})[ \t]*/[ \t]*"
     r"(?:(?P<pl>p|pw|pwd|pass)(?:[ \t]*[:=][ \t]*|[ \t]+))?(?P<p>[^\s\x00/]{4,64})(?=\s|$)", re.IGNORECASE)
+# `Steam: jdoe94 / X` alone on its line: an account's label, then its login and password
+_LABEL_BEFORE = re.compile(r"(?:^|\n)[ \t]*(?:[-*•][ \t]+)?[^\W\d_][\w.\-]{0,23}(?:[ \t]+[^\W\d_][\w.\-]{0,23}){0,2}[ \t]*[:：][ \t]*$")
+
+
+def _label_line(text: str, s: int, e: int) -> bool:
+    """A pair that is the whole value of a short labelled line (`Steam: u / p`)."""
+    if e < len(text) and text[e] not in "\r\n":
+        rest = text[e : text.find("\n", e) if "\n" in text[e:] else len(text)]
+        if rest.strip():
+            return False
+    return bool(_LABEL_BEFORE.search(text, max(0, s - 40), s))
+
+
 @functools.cache
 def _sign_in() -> tuple[str, ...]:
     """Words of logging in or of an account (data/context-signin.txt), every language."""
@@ -885,7 +935,7 @@ class LoginPairs:
                 a = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 40)
                 b = text.find("\n", m.end())
                 line = doc.lo[a : min(m.end() + 40, b if b >= 0 else len(text))]
-                if not any(w in line for w in _sign_in()):
+                if not any(w in line for w in _sign_in()) and not _label_line(text, m.start(), m.end()):
                     continue
             out.append(Candidate(m.start("u"), ue, SECRET, WEAK, NONE, FOUND))
             out.append(Candidate(m.start("p"), pe, SECRET, WEAK, NONE, FOUND))
@@ -930,9 +980,9 @@ _KV_TAIL = re.compile(
     r"[A-Za-z0-9_\-]{0,20}[\"']?[ \t]{0,8}(?:[:=]|[ \t]is[ \t])[ \t]{0,8}"
     r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|((?:[^\s\x00\"',;{}<>()\[\]&]|&(?![A-Za-z_][\w.\-]*=)){4,}))"
 )
-_PASSWORD_WORDS = ("pass", "pwd")
+_PASSWORD_WORDS = ("pass", "pwd", "psk")
 _CREDENTIAL_PARTS = frozenset(
-    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd credential credentials".split()
+    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd psk credential credentials".split()
 )
 _CREDENTIAL_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "pwd")  # PGPASSWORD, DBPASS
 _IDENT_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -962,6 +1012,12 @@ _LOOKUPS = ("get", "getattr", "pop", "getenv", "get_secret", "getpass", "input")
 _XML_FIELD = re.compile(r"<([A-Za-z_][\w.\-]{0,40})>([^<>\s\x00]{1,200})</\1>")
 
 
+# fish's and csh's variables: `set -x WIFI_PSK X`, `set -gx API_TOKEN "X"`, `setenv DB_PASS X`
+_SHELL_SET = re.compile(
+    r"(?:^|(?<=[\n;&|({`]))[ \t]*(?:\$[ \t]+)?(?:set[ \t]+(?:-[A-Za-z]+[ \t]+)*|setenv[ \t]+)([A-Za-z_]\w{0,40})[ \t]+"
+    r"(?:\"([^\"\n\x00]{1,200})\"|'([^'\n\x00]{1,200})'|([^\s\x00\"';|&]{4,200}))")
+
+
 class ConfigSecrets:
     name = "config lines"
     kinds = (SECRET,)
@@ -983,6 +1039,11 @@ class ConfigSecrets:
                 if credential_name(m.group(2)) and fn not in _LOOKUPS:
                     check = _credential_check(m.group(2).lower(), m.group(4), True)
                     out.append(Candidate(m.start(4), m.end(4), SECRET, WEAK, check, FOUND))
+        if "set" in lo:
+            for m in _SHELL_SET.finditer(text):
+                if credential_name(m.group(1)):
+                    g = 2 if m.group(2) is not None else 3 if m.group(3) is not None else 4
+                    out.append(self._judge(text, m.group(1).lower() + "=", m, g, bare=4))
         if not doc.letters or not (":" in text or "=" in text or " is " in lo):  # every key/value form needs one
             return
         for kw in _KV_WORDS:
@@ -1002,15 +1063,16 @@ class ConfigSecrets:
                 p = lo.find(kw, p + 1)
 
     @staticmethod
-    def _judge(text: str, key: str, m: re.Match, g: int) -> Candidate:
+    def _judge(text: str, key: str, m: re.Match, g: int, bare: int = 3) -> Candidate:
+        """The value of group g (group `bare` the unquoted one) under a credential's name."""
         vs, ve = m.span(g)
-        if g == 3:
+        if g == bare:
             ve = _trim(text, vs, ve)
         value = text[vs:ve]
-        if g == 3 and code_value(text, vs, ve):
+        if g == bare and code_value(text, vs, ve):
             check = FAIL
         else:  # a password unquoted after ` is ` only when it looks typed
-            check = _credential_check(key, value, g != 3 or "=" in key or ":" in key or password_like(value))
+            check = _credential_check(key, value, g != bare or "=" in key or ":" in key or password_like(value))
         return Candidate(vs, ve, SECRET, WEAK, check, FOUND)
 
 

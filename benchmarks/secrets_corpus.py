@@ -1908,8 +1908,8 @@ CHATTER_TEST_R17 = [
     "Код от домофона поменяли.", "Never paste passwords into chat.",
 ]
 
-# R18: written after R17's misses were mended (2026-12-07 20:10 UTC), not yet measured
-TEST = {
+# R18: written after R17's misses were mended (2026-12-07 20:10 UTC), measured once (0.924)
+TEST_R18 = {
     "quoted": {
         "en": ["hotel wifi password (lobby): \"{p}\"", "I reset grandma's email password to '{p}' so she can log in",
                "the camera's admin pass, \"{p}\", is printed on the box"],
@@ -2001,7 +2001,7 @@ TEST = {
         "ru": ["код от гаража {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R18 = [
     "The hotel wifi password is at the front desk.", "I reset grandma's email password yesterday.", "The camera's admin password is printed on the box.",
     "Don't tell anyone your Steam password.", "The HR portal password changes on Monday.", "Set a new password for the camera.",
     "account and password are case-sensitive", "MYSQL_ROOT_PASSWORD must be set for the container.", "<password> is read from settings.xml.",
@@ -2013,6 +2013,114 @@ CHATTER_TEST = [
     "Le code du garage est sur la télécommande.", "A senha do wifi está na recepção.", "O código da garagem está no controle.",
     "Wi-Fiのパスワードはフロントにあります", "ガレージの暗証番号を忘れました", "와이파이 비밀번호는 프런트에 있어요", "차고 비밀번호를 잊었어요",
     "Пароль от вайфая на ресепшене.", "Код от гаража забыл.", "Passwords in chat get scrubbed.",
+]
+
+# R19: written after R18's misses were mended (2026-12-07 23:20 UTC), not yet measured
+TEST = {
+    "quoted": {
+        "en": ["temp password for your laptop: \"{p}\" (change it at first login)", "he typed \"{p}\" as his password and it worked",
+               "Password (case sensitive): '{p}'"],
+        "zh": ["临时密码为「{p}」，首次登录后请修改", "他输入了“{p}”作为密码"],
+        "es": ["contraseña temporal de tu portátil: «{p}»", "escribió \"{p}\" como contraseña y funcionó"],
+        "de": ["Dein vorläufiges Passwort: „{p}“", "er hat \"{p}\" als Passwort eingegeben"],
+        "fr": ["mot de passe provisoire : « {p} »", "il a tapé \"{p}\" comme mot de passe"],
+        "pt": ["senha provisória do notebook: \"{p}\"", "ele digitou \"{p}\" como senha"],
+        "ja": ["仮パスワード：「{p}」（初回ログイン時に変更してください）", "彼はパスワードに\"{p}\"と入力した"],
+        "ko": ["임시 비밀번호: \"{p}\" (첫 로그인 때 변경하세요)", "그는 비밀번호로 \"{p}\"를 입력했어요"],
+        "ru": ["временный пароль: \"{p}\" (смените при первом входе)", "он ввёл \"{p}\" как пароль"],
+    },
+    "copula": {
+        "en": ["the wifi password's {p} btw", "guest network key is {p}", "okay so the password they gave us was {p} but it expired"],
+        "zh": ["临时密码是{p}，记得改", "家里wifi密码为{p}"],
+        "es": ["la clave del wifi de invitados es {p}", "la contraseña que nos dieron era {p} pero caducó"],
+        "de": ["das Gast-WLAN-Passwort ist {p}", "das Passwort, das wir bekommen haben, war {p}"],
+        "fr": ["le mot de passe du wifi invités est {p}", "le mot de passe qu'on nous a donné était {p}"],
+        "pt": ["a senha do wifi de visitantes é {p}", "a senha que passaram pra gente era {p}"],
+        "ja": ["ゲスト用Wi-Fiのパスワードは{p}です", "もらったパスワードは{p}だったけど期限切れ"],
+        "ko": ["게스트 와이파이 비밀번호는 {p}입니다", "받은 비밀번호는 {p}였는데 만료됐어요"],
+        "ru": ["пароль гостевого вайфая — {p}", "пароль, который нам дали, был {p}"],
+    },
+    "pair": {
+        "en": ["user: {u}  pass: {p}", "{u} / {p} for the staging box"],
+        "zh": ["用户名 {u} 密码 {p}"],
+        "es": ["usuario: {u} / clave: {p}"],
+        "de": ["Benutzer {u} mit Passwort {p}"],
+        "fr": ["identifiant : {u} — mot de passe : {p}"],
+        "pt": ["usuário {u} e senha {p}"],
+        "ja": ["ユーザー名：{u} / パスワード：{p}"],
+        "ko": ["아이디 {u} 비번 {p}"],
+        "ru": ["логин: {u}, пароль: {p}"],
+    },
+    "config": {
+        "en": ["spring.datasource.password={p}", "[mysql]\nuser = app\npassword = {p}", "\"smtp_pass\": \"{p}\"", "REDIS_AUTH={p}"],
+        "zh": ["配置文件里写的 spring.datasource.password={p}"],
+        "es": ["en el .env: REDIS_AUTH={p}"],
+        "de": ["in der config.json: \"smtp_pass\": \"{p}\""],
+        "fr": ["dans my.cnf : [mysql] password = {p}"],
+        "pt": ["no application.properties: spring.datasource.password={p}"],
+        "ja": ["config.json に \"smtp_pass\": \"{p}\""],
+        "ko": [".env 파일: REDIS_AUTH={p}"],
+        "ru": ["в my.cnf: [mysql] password = {p}"],
+    },
+    "command": {
+        "en": ["sshpass -p '{p}' ssh deploy@10.0.0.5", "htpasswd -b .htpasswd admin {p}", "redis-cli -a {p} ping"],
+        "zh": ["执行 sshpass -p '{p}' ssh deploy@10.0.0.5"],
+        "es": ["ejecuta: redis-cli -a {p} ping"],
+        "de": ["Befehl: htpasswd -b .htpasswd admin {p}"],
+        "fr": ["lance : sshpass -p '{p}' ssh deploy@10.0.0.5"],
+        "pt": ["roda: redis-cli -a {p} ping"],
+        "ja": ["実行：htpasswd -b .htpasswd admin {p}"],
+        "ko": ["실행: sshpass -p '{p}' ssh deploy@10.0.0.5"],
+        "ru": ["команда: redis-cli -a {p} ping"],
+    },
+    "uri": {
+        "en": ["amqp://guest:{p}@rabbit.internal:5672/", "smtp://mailer:{p}@smtp.example.com:587"],
+        "zh": ["连接地址 amqp://guest:{p}@rabbit.internal:5672/"],
+        "es": ["URL: smtp://mailer:{p}@smtp.example.com:587"],
+        "de": ["AMQP: amqp://guest:{p}@rabbit.internal:5672/"],
+        "fr": ["URL : smtp://mailer:{p}@smtp.example.com:587"],
+        "pt": ["url: amqp://guest:{p}@rabbit.internal:5672/"],
+        "ja": ["接続先：smtp://mailer:{p}@smtp.example.com:587"],
+        "ko": ["연결: amqp://guest:{p}@rabbit.internal:5672/"],
+        "ru": ["адрес: smtp://mailer:{p}@smtp.example.com:587"],
+    },
+    "passphrase": {
+        "en": ["my 1password master passphrase: {w}", "the 12 words are {w}", "GPG passphrase is {w}"],
+        "zh": ["GPG 密码短语是 {w}"],
+        "es": ["la frase de paso de GPG es {w}"],
+        "de": ["die GPG-Passphrase lautet {w}"],
+        "fr": ["la phrase de passe GPG est {w}"],
+        "pt": ["a frase secreta do GPG é {w}"],
+        "ja": ["GPGのパスフレーズは {w}"],
+        "ko": ["GPG 암호 문구는 {w}"],
+        "ru": ["парольная фраза GPG: {w}"],
+    },
+    "pin": {
+        "en": ["my bank pin is {n}", "2FA backup code: {n}", "the lockbox combo is {n}"],
+        "zh": ["银行卡密码是{n}", "动态口令{n}"],
+        "es": ["el pin del banco es {n}", "la combinación del candado es {n}"],
+        "de": ["die PIN meiner Bankkarte ist {n}"],
+        "fr": ["le code de ma carte bleue c'est {n}"],
+        "pt": ["o pin do banco é {n}"],
+        "ja": ["キャッシュカードの暗証番号：{n}"],
+        "ko": ["카드 비밀번호 {n}"],
+        "ru": ["пин-код карты {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Your temporary password expires after first login.", "He typed his password wrong three times.", "Password fields are case sensitive.",
+    "The guest network key is posted in the lobby.", "The password they gave us expired.", "user and pass for the staging box are in the vault.",
+    "DATABASE_PASSWORD is injected by the platform.", "spring.datasource.password is read from the vault.", "smtp_pass must not be committed.",
+    "REDIS_AUTH is optional in dev.", "sshpass -p is discouraged; use keys.", "htpasswd -B uses bcrypt.",
+    "redis-cli -a warns that a password on the command line is insecure.", "amqp URLs may include a password.",
+    "The master passphrase is never sent to the server.", "The 12 words restore the wallet.", "GPG asks for the passphrase once per session.",
+    "Never tell anyone your bank PIN.", "2FA backup codes can be used once.", "The lockbox combo changed last week.",
+    "临时密码首次登录后需要修改", "银行卡密码不要告诉别人", "La contraseña temporal caduca tras el primer acceso.", "El pin del banco no se comparte.",
+    "Das vorläufige Passwort läuft nach der ersten Anmeldung ab.", "Die PIN der Bankkarte niemals weitergeben.",
+    "Le mot de passe provisoire expire après la première connexion.", "Ne donnez jamais le code de votre carte bleue.",
+    "A senha provisória expira no primeiro acesso.", "Nunca passe o pin do banco.", "仮パスワードは初回ログイン時に変更してください",
+    "暗証番号は誰にも教えないでください", "임시 비밀번호는 첫 로그인 때 바꿔야 해요", "카드 비밀번호는 알려주면 안 돼요",
+    "временный пароль нужно сменить при первом входе", "Никому не сообщайте пин-код карты.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -2083,10 +2191,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16, TEST_R17)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16, TEST_R17, TEST_R18)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16 + CHATTER_TEST_R17)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16 + CHATTER_TEST_R17 + CHATTER_TEST_R18)
 
 
 def chatter(split: str) -> list[str]:

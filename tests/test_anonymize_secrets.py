@@ -239,6 +239,17 @@ CASES = [
     ("copula", "en", "school portal password = do.XT_5fyGzsnN", ["do.XT_5fyGzsnN"]),
     ("pin", "en", "the smart lock's master code became Garden9684! after the reset", ["Garden9684!"]),
     ("pair", "en", "creds for the console: admin231@mail.example.com and rivernorth198", ["rivernorth198"]),
+    # R18's misses: a device's `pass`, the future as a copula, a labelled pair, a bare code after
+    # a clause, a compound, a preposition; fish's `set -x`; `!` of a value in Chinese text
+    ("quoted", "en", 'the camera\'s admin pass, "Window3928@", is printed on the box', ["Window3928@"]),
+    ("copula", "pt", "a partir de segunda a senha do portal de RH vai ser S3cr3t19$", ["S3cr3t19$"]),
+    ("pair", "en", "Steam: jdoe94 / %ywasg5NLy", ["jdoe94", "%ywasg5NLy"]),
+    ("pair", "zh", "账户：jdoe9，口令：P@ssw0rd27!", ["jdoe9", "P@ssw0rd27!"]),
+    ("config", "en", "set -x WIFI_PSK marblestone799", ["marblestone799"]),
+    ("config", "en", 'set -gx API_TOKEN "tVq83Ls0aXh2"', ["tVq83Ls0aXh2"]),
+    ("pin", "es", "el código que me mandaron por SMS es 163781", ["163781"]),
+    ("pin", "de", "der Garagencode ist 068038", ["068038"]),
+    ("pin", "ru", "код от гаража 353182", ["353182"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -260,6 +271,11 @@ UNCHANGED = [
     "Passwort vergessen?",
     "Mot de passe oublié ?",
     "パスワードを忘れました",
+    "Der Barcode ist 40063813.",
+    "the Unicode is 000041",
+    "the admin password is something you set at install",
+    "set -x PATH /usr/local/bin $PATH",
+    "Chart: 2020 / 2021",
     "비밀번호를 잊어버렸어요",
     "Забыли пароль?",
     "Use a strong passphrase for your key.",
