@@ -350,6 +350,13 @@ def ko_surnames() -> frozenset[str]:
 
 
 @functools.cache
+def ko_foreign_given() -> frozenset[str]:
+    """Western given names in Hangul (data/ko_foreign_given.txt), less those that are common
+    Korean words on their own (장, 수, 팀, 조)."""
+    return frozenset(w for w in _data_lines("ko_foreign_given.txt") if ko_zipf(w) < 5.0)
+
+
+@functools.cache
 def ko_given() -> frozenset[str]:
     """Korean given names: Faker ko_KR's and data/ko_given.txt."""
     from faker.providers.person.ko_KR import Provider as _Ko

@@ -19,7 +19,7 @@ import functools
 import re
 
 from .charclass import outweighs_ideographs
-from .gazetteer import KO_SURNAMES_2, KO_SURNAMES_RARE, ko_given, ko_given_syllables, ko_surnames, ko_zipf
+from .gazetteer import KO_SURNAMES_2, KO_SURNAMES_RARE, ko_foreign_given, ko_given, ko_given_syllables, ko_surnames, ko_zipf
 from .spans import PERSON, Span
 
 HANGUL_RUN = re.compile("[\uac00-\ud7a3]+")
@@ -27,13 +27,18 @@ HANGUL_RUN = re.compile("[\uac00-\ud7a3]+")
 # what follows a name in its run (longest first when matched): particles, the copula, honorifics
 _PARTICLES = (
     "에게서 께서는 께서 에게 한테 이랑 이에요 입니다 이었다 이라고 라고 이다 이고 이며 이나 으로 처럼 보다 부터 까지 조차 마저 "
-    "예요 이가 이는 이를 이의 이도 이와 은 는 이 가 을 를 의 께 와 과 도 만 랑 야 아 로 나 여"
+    "예요 이가 이는 이를 이의 이도 이와 은 는 이 가 을 를 의 께 와 과 도 만 랑 야 아 로 나 여 "
+    "에게는 한테는 에서는 으로는 에서 에는 에도 로는 로서 와의 과의 이란 란 이었던 였던 였다 이자 이며 에 등"
 ).split()
 _TITLES = (  # after a name, a word of their own (박정희 대통령) or glued to a surname (김장관)
     "고객님 선생님 교수님 박사님 과장님 부장님 차장님 대리님 사장님 대표님 회장님 원장님 팀장님 실장님 이사님 "
     "주임님 간호사님 기사님 작가님 감독님 변호사님 의원님 장관님 선생 교수 박사 과장 부장 차장 대리 사장 대표 "
     "회장 원장 팀장 실장 이사 주임 기자 의원 변호사 간호사 작가 감독 촬영감독 선수 대통령 장관 차관 총리 수상 영사 "
-    "대사 의장 위원장 총장 총재 시장 지사 도지사 판사 검사 교사 시인 화가 신부 목사 스님 여사 선배 후배 코치"
+    "대사 의장 위원장 총장 총재 시장 지사 도지사 판사 검사 교사 시인 화가 신부 목사 스님 여사 선배 후배 코치 "
+    "장군 일병 이병 상병 병장 하사 중사 상사 소위 중위 대위 소령 중령 대령 준장 소장 중장 대장 경사 경위 경감 경정 "
+    "형사 반장 별감 대감 영감 정승 판서 대군 공주 왕자 국왕 황제 후보 당선자 소장 이사장 수석 비서관 행정관 대변인 "
+    "사령관 주교 추기경 수녀 전도사 화백 배우 가수 대표이사 상무 전무 부사장 부회장 씨네 할머니 할아버지 아저씨 아주머니 "
+    "아버지 어머니 아빠 엄마 부인 남편 아내 아들 누나 오빠 언니 동생"
 ).split()
 _HONORIFICS = _TITLES + "씨 님 군 양 고객 환자 학생".split()
 _HONORIFICS.sort(key=len, reverse=True)
@@ -105,6 +110,8 @@ def _with_context(run: str, glued_only: bool) -> int:
         stem, rest = run[:k], run[k:]
         if glued_only and not rest.startswith(_GLUED):
             continue
+        if not rest and stem[-1] in _PARTICLE_SET and (stem[:-1] in ko_given() or stem[:-2] in ko_given()):
+            continue  # (현우는 아버지: 현우 and a particle)
         s = _surname_len(stem, rare=True)
         if _word(stem) and not (s and k - s == 2 and _given_like(stem[s:])):  # (박정희 대통령: a famous name is frequent)
             continue
@@ -154,7 +161,10 @@ def _given_alone(run: str) -> int:
     """The length of a listed given name alone at the start of `run`, with a particle (or the
     -이 of a name that ends in a consonant) after it and no common word (현우는, 지영이가)."""
     stem = run[:2]
-    if stem not in ko_given() or ko_zipf(stem) >= _GIVEN_ALONE:
+    if stem not in ko_given() and not (_given_like(stem) and ko_zipf(stem) < _UNLISTED_ALONE and stem[0] not in _surname_firsts()
+                                       and stem[1] not in _NOT_ALONE_END and stem[0] not in _NUMBERS):
+        return 0  # (an unlisted given name: not 보아서, 가기, 만원이, 세배를)
+    if ko_zipf(stem) >= _GIVEN_ALONE:
         return 0
     rest = run[2:]
     if rest.startswith("이") and rest[1:] in _PARTICLE_SET:
@@ -163,6 +173,9 @@ def _given_alone(run: str) -> int:
 
 
 _GIVEN_ALONE = 3.5  # a given name alone at least this common (보람, 은혜) is a word
+_UNLISTED_ALONE = 1.0  # an unlisted one (세호는, 승주의) no text uses as a word
+_NOT_ALONE_END = frozenset("어기다서해보고게면라명개년배번살층월시분초권잔병달")  # a verb's ending, a counter
+_NUMBERS = frozenset("삼육칠팔십백천만억열")
 # syllables that before a title say which one, not whose (전 장관: the former minister,
 # 여선생: a woman teacher, 고 선생: the late teacher)
 _TITLE_PREFIXES = frozenset("전현여남각부총구고")
@@ -175,12 +188,12 @@ def _unlisted_full(run: str) -> int:
     if len(run) < 4 or run[0] not in ko_surnames():
         return 0
     stem, rest = run[:3], run[3:]
-    if rest not in _PARTICLE_SET or not _given_like(stem[1:]) or ko_zipf(stem[1:]) >= _UNLISTED_GIVEN:
+    if rest not in _PARTICLE_SET or not _given_loose(stem[1:]) or ko_zipf(stem[1:]) >= _UNLISTED_GIVEN:
         return 0
     return 3 if not _word(stem) and not _word(run) and ko_zipf(stem[:2]) < _UNLISTED_GIVEN else 0
 
 
-_UNLISTED_GIVEN = 3.0
+_UNLISTED_GIVEN = 4.0
 
 
 @functools.cache
@@ -203,6 +216,83 @@ def is_korean(text: str) -> bool:
     return outweighs_ideographs(text, HANGUL_RUN)
 
 
+def _unlisted_titled(run: str) -> int:
+    """A name in no list before a title (미야자와 수상, 고르바초프 대통령, 이순신 장군): a word of
+    two or more syllables that no text uses as a common word, no ending or an institution's
+    suffix in it (성균관대 교수, 담당 교수)."""
+    if (len(run) < 2 or ko_zipf(run) >= _UNLISTED_TITLED or _word(run[:2], _ENDING) or not _given_loose(run)
+            or run[-1] in _ADNOMINAL_ENDS or run[-1] in "가의은는을를이" or ko_zipf(run[-2:]) >= _ENDING):
+        return 0  # (잃은, 내가, 칼국수와: a word with its ending or particle)
+    return len(run) if run[-1] not in _INSTITUTION_END else 0
+
+
+_UNLISTED_TITLED = 3.0
+_INSTITUTION_END = frozenset("대부청원사회당처실과국단")
+
+
+def _foreign_alone(run: str) -> int:
+    """The length of a transliterated foreign name at the start of `run` (고르바초프는,
+    코페르니쿠스의): three or more syllables, one of them a consonant Korean writes with an added
+    ㅡ (스, 트, 프: no Korean word has a cluster), no common word, a particle or nothing after."""
+    if len(run) < 3 or not any(c in _CLUSTER_SYLLABLES for c in run) or any(x in run for x in _NATIVE_S):
+        return 0
+    k = len(run)
+    for p in _PARTICLES_LONGEST:
+        if run.endswith(p) and len(run) - len(p) >= 2:
+            k = len(run) - len(p)
+            break
+    stem = run[:k]
+    if (k < 3 or k == len(run) or not any(c in _CLUSTER_SYLLABLES for c in stem) or ko_zipf(stem) >= _FOREIGN_ALONE or _word(stem)
+            or stem[-1] in _FOREIGN_NOT_END or _compound_of_words(stem)):
+        return 0
+    return k
+
+
+def _compound_of_words(stem: str) -> bool:
+    """Does `stem` start or end with a common word of two or more syllables (스크린쿼터,
+    가스회사측, 녹화테이프): a compound, not one foreign name?"""
+    for j in range(2, len(stem) - 1):
+        bar = _FOREIGN_PART_2 if j == 2 else _FOREIGN_PART
+        if ko_zipf(stem[:j]) >= bar or ko_zipf(stem[-j:]) >= bar:
+            return True
+    return False
+
+
+_FOREIGN_PART = 3.5
+_FOREIGN_PART_2 = 4.5  # (two syllables are often a word by chance: 고르 in 고르바초프)
+_FOREIGN_NOT_END = frozenset("고지며록림하게서들측지내")  # (싹트고, 빠트리지: a verb; 스키장들, 가스회사측)
+
+
+_CLUSTER_SYLLABLES = frozenset("스트프츠즈브")
+_NATIVE_S = ("스러", "스럽", "스레", "스런", "스스로", "스름")  # 자랑스럽게, 스스로: Korean words
+_PARTICLES_LONGEST = sorted(_PARTICLES, key=len, reverse=True)
+_FOREIGN_ALONE = 3.0
+
+
+def _foreign_full(text: str, run: str, end: int) -> int:
+    """Where `run` is a listed Western given name and a second word follows it that is no common
+    word, a particle aside (샤론 스톤, 보리스 옐친이): the end of that second word, else 0."""
+    if run not in ko_foreign_given() or not text.startswith(" ", end):
+        return 0
+    m = HANGUL_RUN.match(text, end + 1)
+    if m is None:
+        return 0
+    word = m.group()
+    if ko_zipf(run) >= _FOREIGN_GIVEN and not any(c in _CLUSTER_SYLLABLES for c in word):
+        return 0  # (제임스 해리스; not 밥 먹구)
+    if ko_zipf(word) >= _FOREIGN_SURNAME or word.startswith(_HONORIFIC_T):
+        return 0  # (후세인 대통령: a title; the given name alone is another rule's)
+    for k in range(2, len(word)):  # the particle off (드뇌브와, 스페이시의), not a name's end (파블로, 솔차가)
+        rest = word[k:]
+        if (rest in _PARTICLE_SET and len(rest) > 1 or rest in "은는을를의와과" or (rest in "이가" and k >= 3)) and ko_zipf(word[:k]) < _FOREIGN_SURNAME:
+            return m.start() + k
+    return m.end()
+
+
+_FOREIGN_GIVEN = 4.5  # a given name this common (제임스, 존, 밥) needs a second word with a cluster
+_FOREIGN_SURNAME = 4.5  # a second word this common is a Korean word, not a surname (스톤 4.2 still passes)
+
+
 def find_korean_names(text: str, out: list[Span]) -> None:
     """Every Korean person name in `text`."""
     first, given = _surname_firsts(), ko_given()
@@ -210,17 +300,26 @@ def find_korean_names(text: str, out: list[Span]) -> None:
     i_am = {m.end() for m in _I_AM.finditer(text)}
     for m in HANGUL_RUN.finditer(text):
         a, run = m.start(), m.group()
+        f = _foreign_full(text, run, m.end())
+        if f:
+            out.append(Span(a, f, PERSON))
+            continue
         if len(run) < 2:
             if _surname_titled(run, text, m.end()):  # 최 영사
                 out.append(Span(a, a + 1, PERSON))
             continue
         if a in cued or _honorific_next(text, m.end()):
-            k = _with_context(run, glued_only=False)
+            k = _with_context(run, glued_only=False) or _unlisted_titled(run)
         elif a in i_am and run.endswith(_COPULA):
             k = _with_context(run, glued_only=False)
-        elif run[0] in first or run[:2] in given or run.startswith(_GLUED, 2) or run.startswith(_GLUED, 3):
-            k = _with_context(run, glued_only=True) or _alone(run) or _given_alone(run) or _unlisted_full(run)
+        elif run[0] in first or run[:2] in given or run.startswith(_GLUED, 2) or run.startswith(_GLUED, 3) or _given_like(run[:2]):
+            k = (_surname_titled(run, text, m.end()) if run.startswith(_SURNAME_TITLES, 1) else 0) or (  # 김일병이
+                _with_context(run, glued_only=True) or _alone(run) or _given_alone(run) or _unlisted_full(run)
+                or _foreign_alone(run))  # (고르바초프는: a surname's syllable first)
         else:  # (most words: no surname, no given name, no honorific glued on)
+            f = _foreign_alone(run)
+            if f:
+                out.append(Span(a, a + f, PERSON))
             continue
         k = k or _surname_titled(run, text, m.end())
         if k:
@@ -271,3 +370,13 @@ def korean_name_parts(name: str) -> list[str]:
     k = _surname_len(name, rare=True)
     given = name[k:]
     return [given] if k and len(given) >= 2 and HANGUL_RUN.fullmatch(given) and not _word(given) else []
+
+
+def _given_loose(s: str) -> bool:
+    """Could `s` be an unlisted given name: none of its syllables an ending or a particle's
+    (차림으로, 이르렀다, 장병들), and its last no suffix of a Sino-Korean noun (성리학, 구치소)?"""
+    return not any(c in _NEVER_GIVEN for c in s) and s[-1] not in _NOT_GIVEN_END
+
+
+_NEVER_GIVEN = frozenset("으을를는었였겠렀했됐졌웠봤습읍니께됩합갔왔났같듯려며들겼켰쳤셨텼뤄뤘냈랬잖죠요까데게고라다에있없찮되히")
+_NOT_GIVEN_END = frozenset("학소부구국회당실교계막식금관청장군간방집총대서문통단로류기하해적년점명함움세새감과측쪽동강책곡극차복날댁네발판")

@@ -261,12 +261,12 @@ def in_traditional(data: list[tuple[str, list[tuple[int, int, str]]]], convert) 
 _KO_TAG = re.compile(r"<([^<>]+?):([A-Z]{2})>")
 
 
-def korean(root: Path) -> list[tuple[str, list[tuple[int, int, str]]]]:
+def korean(root: Path, splits: tuple[str, ...] = ("train", "dev", "test")) -> list[tuple[str, list[tuple[int, int, str]]]]:
     """(sentence, person spans) of the 2016klp sets of github.com/kmounlp/NER (a checkout at
     `root`; its licence allows non-commercial use only, so it is never fetched by this script):
     the `$` line of each sentence marks entities <text:TAG>; a person is PS."""
     out = []
-    for split in ("train", "dev", "test"):
+    for split in splits:
         for line in open(root / "2016klp" / f"ner.{split}", encoding="utf-8"):
             if not line.startswith("$"):
                 continue
@@ -431,7 +431,9 @@ def main() -> None:
     sets |= {"Japanese (hironsancorpus, news, PSN; dev, sentences 1-250)": ("ja", ja[:250]),
              "Japanese (hironsancorpus, news, PSN; test, sentences 251-500)": ("ja", ja[250:])}
     if (a.korean / "2016klp").is_dir():
-        sets["Korean (kmounlp NER 2016klp, news and fiction, PS)"] = ("ko", korean(a.korean))
+        # dev: the train and dev files (the Korean rules were tuned there); test: the test file
+        sets["Korean (kmounlp NER 2016klp, news and fiction, PS; dev, train+dev files)"] = ("ko", korean(a.korean, ("train", "dev")))
+        sets["Korean (kmounlp NER 2016klp, news and fiction, PS; test file)"] = ("ko", korean(a.korean, ("test",)))
     else:
         print(f"(Korean row skipped: no checkout of github.com/kmounlp/NER at {a.korean})")
     types: dict[str, dict[str, tuple[int, int]]] = {}

@@ -92,6 +92,14 @@ def test_korean_given_name_alone_after_the_full_name(scrubber):
     ("최 영사가 왔다.", ["최"]),
     ("현우는 웃었다. 지영이가 왔다.", ["현우", "지영"]),  # a listed given name alone, with a particle
     ("한승원이 말했다.", ["한승원"]),  # a common surname and two given syllables that make no word
+    ("노소영씨에 대한 변호사법위반", ["노소영"]),  # a locative particle after the honorific
+    ("이순신 장군의 얘기", ["이순신"]),  # a title of rank
+    ("김일병이 박기자를 돌아보았다.", ["김", "박"]),  # a surname with a rank glued on
+    ("그때 세호 아버지가 왔다.", ["세호"]),  # a given name in no list before a kinship word
+    ("승주의 책가방 속에는 한", ["승주"]),  # a given name in no list with a particle
+    ("심사위원장 제임스 해리스는 말했다.", ["제임스 해리스"]),  # a Western given name and a second word
+    ("특히 고르바초프는 옐친이", ["고르바초프"]),  # a transliterated name: 프, a cluster no Korean word has
+    ("미야자와 수상의 발언", ["미야자와"]),  # a name in no list before a title
 ])
 def test_korean_forms(text, names):
     assert [text[sp.start : sp.end] for sp in find_spans(text)] == names
@@ -105,6 +113,9 @@ def test_korean_forms(text, names):
     # a surname syllable before a common ending, beside a title; a word before one
     "하지만 선생님은 동의하지 않았다.", "전 장관이 기자회견을 열었다.", "여선생님이 오셨다.",
     "우리 팀장님이 보고서를 검토하셨습니다.", "보람이 있었다.",
+    # loanwords and compounds with the clusters of transliterated names; a number and a counter
+    "프로그램을 설치했다.", "스크린쿼터를 지켜야 한다.", "녹화테이프를 틀었다.", "자랑스럽게 말했다.",
+    "만원이면 충분하다.", "성균관대 교수가 말했다.", "제임스 본드 영화",
 ])
 def test_korean_without_names_is_kept(scrubber, text):
     assert scrubber.scrub_text(text).text == text
