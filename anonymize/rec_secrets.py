@@ -355,12 +355,18 @@ def _words() -> tuple[re.Pattern, re.Pattern, dict[str, str], frozenset[str], ah
                r"(?:[ \t]*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7a3]{1,4}(?=[ \t]*[:：][ \t]*[!-~])"
                r"|[\u3040-\u30ff\u4e00-\u9fff]{1,8}(?=[ \t]*(?:→|->|=>)[ \t]*[!-~]))?"  # `パスワード変更しました→X`
                r"[ \t\u00a0\u3000]*(?:(?:->|=>|[:：=\-–—→])[ \t\u00a0\u3000]*)?(?:(?:(?:[^\W\d_]{1,12}[ \t]+)?" + alternation(prepositions)
-               + r"(?:[ \t]+(?:[^\W\d_]{1,2}['’])?[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->)))?"  # `password for the VPN is X`, `de la base de datos es X`
+               + r"(?:[ \t]+(?:[^\W\d_]{1,2}['’])?[^\W\d_]{1,12}){1,4}(?:[ \t]+|(?=[:：]|->))"  # `password for the VPN is X`, `de la base de datos es X`
+               # a clause or a name between: `password they gave us was X`, `Passwort, das wir
+               # bekommen haben, war X`, `phrase de passe GPG est X` (the value then must look typed)
+               + r"|(?P<clause>,?[ \t]*(?:_L{1,2}['’])?_L{1,12}(?:,?[ \t]+(?:_L{1,2}['’])?_L{1,12}){0,5}?,?[ \t]+))?".replace("_L", _LATIN_CYRILLIC)
                + alternation(copulas)
                + r"(?:[ \t]+" + alternation([q for q in qualifiers if not _GLUED.match(q)])
                + "|" + alternation([q for q in qualifiers if _GLUED.match(q)]) + ")?"  # `is now X`, `はまだX`
                + r"[ \t\u00a0\u3000]*(?:[:：][ \t\u00a0\u3000]*)?)?")
     return scan, re.compile(between), family, passphrase, _stems(family)
+
+
+_LATIN_CYRILLIC = "[A-Za-z\u00c0-\u024f\u0400-\u04ff]"  # (a clause's words; CJK and Hangul put clauses first)
 
 
 # up to two short words between a secret word and a quoted value: `password for root 'X'`,
@@ -514,8 +520,9 @@ class DeclaredSecrets:
                     value = text[vs:ve]
                 elif not colon:
                     continue
-            if len(value) < 3:
-                continue
+            clause = b.group("clause")
+            if len(value) < 3 or (clause and (not password_like(value) or clause.split(None, 1)[0].strip(",").lower() in _COMPOUND_NEXT)):
+                continue  # (`the password you chose was too short`, `password manager is 1Password`)
             if fam == "key":
                 check = PASS if looks_random(value) and not code_value(text, vs, ve) else FAIL
             elif code_value(text, vs, ve, colon) or placeholder(value) or _participle_compound(value):
@@ -882,6 +889,13 @@ _SLASH_PAIR = re.compile(
 _LABEL_BEFORE = re.compile(r"(?:^|\n)[ \t]*(?:[-*•][ \t]+)?[^\W\d_][\w.\-]{0,23}(?:[ \t]+[^\W\d_][\w.\-]{0,23}){0,2}[ \t]*[:：][ \t]*$")
 
 
+# `jdoe65 / X for the staging box`: what a login is for, right after the pair
+_FOR_MACHINE = re.compile(
+    r"[ \t]+(?:for|on|to|para|pour|für|auf|для|на)[ \t]+(?:(?:the|my|our|your|a|el|la|le|les|der|die|das|o|a)[ \t]+)?(?:[\w\-]{1,16}[ \t]+)?"
+    r"(?:box|server|host|vm|machine|instance|cluster|account|portal|site|router|wifi|wi-fi|database|db|console|panel|dashboard|"
+    r"admin|staging|prod|production|servidor|cuenta|serveur|compte|konto|сервер|аккаунт)\b", re.IGNORECASE)
+
+
 def _label_line(text: str, s: int, e: int) -> bool:
     """A pair that is the whole value of a short labelled line (`Steam: u / p`)."""
     if e < len(text) and text[e] not in "\r\n":
@@ -935,7 +949,7 @@ class LoginPairs:
                 a = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 40)
                 b = text.find("\n", m.end())
                 line = doc.lo[a : min(m.end() + 40, b if b >= 0 else len(text))]
-                if not any(w in line for w in _sign_in()) and not _label_line(text, m.start(), m.end()):
+                if not any(w in line for w in _sign_in()) and not _label_line(text, m.start(), m.end()) and not _FOR_MACHINE.match(text, m.end()):
                     continue
             out.append(Candidate(m.start("u"), ue, SECRET, WEAK, NONE, FOUND))
             out.append(Candidate(m.start("p"), pe, SECRET, WEAK, NONE, FOUND))
@@ -972,7 +986,7 @@ def email_pairs(doc: Doc, spans: list, out: list[Candidate]) -> None:
 
 
 # ---------------------------------------------------------------- config lines
-_KV_WORDS = ("key", "secret", "token", "pass", "pwd")
+_KV_WORDS = ("key", "secret", "token", "pass", "pwd", "auth", "psk")
 # what must follow a key-like word for the next value to be a credential: the rest of the key's
 # name, a closing quote, `:`/`=`/` is `, then a quoted value (whole) or a bare one (an `&` in
 # it too, unless a query's next `name=` follows: `?token=X&page=2`)
@@ -982,7 +996,7 @@ _KV_TAIL = re.compile(
 )
 _PASSWORD_WORDS = ("pass", "pwd", "psk")
 _CREDENTIAL_PARTS = frozenset(
-    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd psk credential credentials".split()
+    "key keys apikey secret secrets token tokens pass password passwd passphrase passcode pwd psk auth credential credentials".split()
 )
 _CREDENTIAL_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "pwd")  # PGPASSWORD, DBPASS
 _IDENT_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -992,8 +1006,11 @@ def credential_name(ident: str) -> bool:
     """api_key, apiKey, SECRET_KEY, access-token, password, PGPASSWORD: a credential's name.
     tokenizer, monkey, keyboard, passenger: not (the key word is not a whole part of the name,
     nor the end of a name in capitals)."""
-    for part in _IDENT_PARTS.findall(ident):
+    parts = _IDENT_PARTS.findall(ident)
+    for i, part in enumerate(parts):
         low = part.lower()
+        if low == "auth" and i < len(parts) - 1:
+            continue  # `REDIS_AUTH`, `basic_auth`; not `auth_url`, `AUTH_TYPE`
         if low in _CREDENTIAL_PARTS or (part.isupper() and len(part) > 6 and low.endswith(_CREDENTIAL_ENDINGS)):
             return True
     return False
@@ -1050,6 +1067,8 @@ class ConfigSecrets:
             p = lo.find(kw)
             while p != -1:
                 m = _KV_TAIL.match(text, p + len(kw))
+                if m and "::" in text[p + len(kw) : m.start(m.lastindex) + 1]:
+                    m = None  # a C++ or Rust path (`Aws::Auth::Provider`), no key and value
                 if m:
                     g = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
                     a = p

@@ -2015,8 +2015,8 @@ CHATTER_TEST_R18 = [
     "Пароль от вайфая на ресепшене.", "Код от гаража забыл.", "Passwords in chat get scrubbed.",
 ]
 
-# R19: written after R18's misses were mended (2026-12-07 23:20 UTC), not yet measured
-TEST = {
+# R19: written after R18's misses were mended (2026-12-07 23:20 UTC), measured once (0.867)
+TEST_R19 = {
     "quoted": {
         "en": ["temp password for your laptop: \"{p}\" (change it at first login)", "he typed \"{p}\" as his password and it worked",
                "Password (case sensitive): '{p}'"],
@@ -2107,7 +2107,7 @@ TEST = {
         "ru": ["пин-код карты {n}"],
     },
 }
-CHATTER_TEST = [
+CHATTER_TEST_R19 = [
     "Your temporary password expires after first login.", "He typed his password wrong three times.", "Password fields are case sensitive.",
     "The guest network key is posted in the lobby.", "The password they gave us expired.", "user and pass for the staging box are in the vault.",
     "DATABASE_PASSWORD is injected by the platform.", "spring.datasource.password is read from the vault.", "smtp_pass must not be committed.",
@@ -2121,6 +2121,113 @@ CHATTER_TEST = [
     "A senha provisória expira no primeiro acesso.", "Nunca passe o pin do banco.", "仮パスワードは初回ログイン時に変更してください",
     "暗証番号は誰にも教えないでください", "임시 비밀번호는 첫 로그인 때 바꿔야 해요", "카드 비밀번호는 알려주면 안 돼요",
     "временный пароль нужно сменить при первом входе", "Никому не сообщайте пин-код карты.",
+]
+
+# R20: written after R19's misses were mended (2026-12-08 00:50 UTC), not yet measured
+TEST = {
+    "quoted": {
+        "en": ["pls use `{p}` for the shared drive", "Locker password -- '{p}' -- don't lose it", "she said the pass was \"{p}\" lol"],
+        "zh": ["共享盘的密码用`{p}`", "储物柜密码——“{p}”——别弄丢"],
+        "es": ["usa `{p}` para la unidad compartida", "me dijo que la contraseña era \"{p}\" jaja"],
+        "de": ["nimm `{p}` fürs Netzlaufwerk", "sie meinte, das Passwort sei \"{p}\""],
+        "fr": ["utilise `{p}` pour le lecteur partagé", "elle a dit que le mot de passe c'était \"{p}\""],
+        "pt": ["usa `{p}` pro drive compartilhado", "ela disse que a senha era \"{p}\" kkk"],
+        "ja": ["共有ドライブは`{p}`で入れます（パスワード）", "ロッカーのパスワード――「{p}」――なくさないで"],
+        "ko": ["공유 드라이브 비번은 `{p}` 쓰세요", "그녀가 비밀번호가 \"{p}\"라고 했어요"],
+        "ru": ["для общего диска пароль `{p}`", "она сказала, что пароль \"{p}\""],
+    },
+    "copula": {
+        "en": ["login for the printer is admin and the password is {p}", "PW: {p} (temporary)", "the new vpn password should be {p} starting tomorrow"],
+        "zh": ["打印机的登录密码是{p}", "新VPN密码明天起是{p}"],
+        "es": ["la contraseña de la impresora es {p}", "desde mañana la contraseña de la VPN debería ser {p}"],
+        "de": ["das Druckerpasswort ist {p}", "ab morgen soll das VPN-Passwort {p} sein"],
+        "fr": ["le mot de passe de l'imprimante est {p}", "à partir de demain le mot de passe VPN devrait être {p}"],
+        "pt": ["a senha da impressora é {p}", "a partir de amanhã a senha da VPN deve ser {p}"],
+        "ja": ["プリンターのパスワードは{p}", "明日からVPNのパスワードは{p}に変わります"],
+        "ko": ["프린터 비밀번호는 {p}", "내일부터 VPN 비밀번호는 {p}로 바뀝니다"],
+        "ru": ["пароль от принтера {p}", "с завтрашнего дня пароль от VPN будет {p}"],
+    },
+    "pair": {
+        "en": ["creds: {u} | {p}", "username={u} password={p}"],
+        "zh": ["账号：{u} 密码：{p}"],
+        "es": ["credenciales: {u} / {p}"],
+        "de": ["Zugangsdaten: {u} / {p}"],
+        "fr": ["identifiants : {u} / {p}"],
+        "pt": ["credenciais: {u} / {p}"],
+        "ja": ["ログイン情報：{u} / {p}"],
+        "ko": ["로그인 정보: {u} / {p}"],
+        "ru": ["учётные данные: {u} / {p}"],
+    },
+    "config": {
+        "en": ["db_password: \"{p}\"", "ADMIN_PASS='{p}'", "<add key=\"Password\" value=\"{p}\" />", "password => '{p}',"],
+        "zh": ["yaml 里 db_password: \"{p}\""],
+        "es": ["en el .env: ADMIN_PASS='{p}'"],
+        "de": ["in web.config: <add key=\"Password\" value=\"{p}\" />"],
+        "fr": ["dans la conf : password => '{p}',"],
+        "pt": ["no yaml: db_password: \"{p}\""],
+        "ja": ["web.config に <add key=\"Password\" value=\"{p}\" />"],
+        "ko": ["설정: ADMIN_PASS='{p}'"],
+        "ru": ["в конфиге: password => '{p}',"],
+    },
+    "command": {
+        "en": ["mongosh -u admin -p {p} --authenticationDatabase admin", "smbclient //nas/share -U bob%{p}", "wget --password={p} ftp://files.example.org/x.iso"],
+        "zh": ["跑一下 mongosh -u admin -p {p} --authenticationDatabase admin"],
+        "es": ["ejecuta smbclient //nas/share -U bob%{p}"],
+        "de": ["Befehl: wget --password={p} ftp://files.example.org/x.iso"],
+        "fr": ["lance mongosh -u admin -p {p} --authenticationDatabase admin"],
+        "pt": ["roda smbclient //nas/share -U bob%{p}"],
+        "ja": ["実行：wget --password={p} ftp://files.example.org/x.iso"],
+        "ko": ["실행: mongosh -u admin -p {p} --authenticationDatabase admin"],
+        "ru": ["команда: smbclient //nas/share -U bob%{p}"],
+    },
+    "uri": {
+        "en": ["postgresql://report:{p}@db.internal:5432/reports", "https://deploy:{p}@git.example.com/app.git"],
+        "zh": ["数据库地址 postgresql://report:{p}@db.internal:5432/reports"],
+        "es": ["repo: https://deploy:{p}@git.example.com/app.git"],
+        "de": ["DB: postgresql://report:{p}@db.internal:5432/reports"],
+        "fr": ["dépôt : https://deploy:{p}@git.example.com/app.git"],
+        "pt": ["banco: postgresql://report:{p}@db.internal:5432/reports"],
+        "ja": ["リポジトリ：https://deploy:{p}@git.example.com/app.git"],
+        "ko": ["DB 주소: postgresql://report:{p}@db.internal:5432/reports"],
+        "ru": ["репозиторий: https://deploy:{p}@git.example.com/app.git"],
+    },
+    "passphrase": {
+        "en": ["keepass passphrase is {w}", "the wallet seed, 4 words: {w}", "veracrypt passphrase: {w}"],
+        "zh": ["KeePass 的口令短语是 {w}"],
+        "es": ["la frase de contraseña de KeePass es {w}"],
+        "de": ["KeePass-Passphrase: {w}"],
+        "fr": ["phrase secrète KeePass : {w}"],
+        "pt": ["frase-senha do KeePass: {w}"],
+        "ja": ["KeePassのパスフレーズ：{w}"],
+        "ko": ["KeePass 암호 문구: {w}"],
+        "ru": ["парольная фраза KeePass: {w}"],
+    },
+    "pin": {
+        "en": ["voicemail pin {n}", "your login code is {n}", "the keypad code for the side door: {n}"],
+        "zh": ["语音信箱密码{n}", "侧门密码是{n}"],
+        "es": ["el pin del buzón de voz es {n}", "código del teclado de la puerta lateral: {n}"],
+        "de": ["Mailbox-PIN: {n}"],
+        "fr": ["code de la messagerie : {n}"],
+        "pt": ["pin da caixa postal: {n}"],
+        "ja": ["留守電の暗証番号は{n}"],
+        "ko": ["음성사서함 비밀번호 {n}"],
+        "ru": ["пин от голосовой почты {n}"],
+    },
+}
+CHATTER_TEST = [
+    "Use the shared drive for big files.", "Locker passwords are reset every term.", "She said the password was wrong.",
+    "The printer login is admin by default.", "PW resets happen on Mondays.", "The new VPN password policy starts tomorrow.",
+    "creds go in the team vault", "username and password are both required", "db_password is read from the secret store.",
+    "ADMIN_PASS must be set before the first start.", "<add key=\"Password\" value=\"\" /> is filled at deploy time.",
+    "password => env('DB_PASSWORD') reads the environment.", "mongosh -p without a value prompts for the password.",
+    "smbclient asks for the password when -U has none.", "wget --ask-password prompts instead.", "postgresql URLs can carry a password.",
+    "Use a deploy key instead of a password in the git URL.", "KeePass asks for the passphrase on open.", "Write the wallet seed on paper.",
+    "VeraCrypt passphrases should be long.", "Voicemail PINs are four digits or more.", "Your login code expires in ten minutes.",
+    "The keypad code for the side door changes monthly.", "共享盘密码请找管理员", "打印机密码在说明书上",
+    "La contraseña de la impresora está en el manual.", "El pin del buzón de voz se cambia en el menú.",
+    "Das Druckerpasswort steht im Handbuch.", "Le mot de passe de l'imprimante est dans le manuel.", "A senha da impressora está no manual.",
+    "プリンターのパスワードは説明書にあります", "留守電の暗証番号を忘れました", "프린터 비밀번호는 설명서에 있어요", "음성사서함 비밀번호를 잊었어요",
+    "Пароль от принтера есть в инструкции.", "Пин от голосовой почты можно сменить в меню.",
 ]
 
 _WORDS = "maple orbit candle river stone tiger violet paper window cloud copper garden lantern marble north quiet".split()
@@ -2191,10 +2298,10 @@ CHATTER_TEST_R1 = [
 
 # The sets the rules may be tuned on: a held-out set joins them once it has been measured. One
 # list of each, so that templates and sentences of a set always move together.
-DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16, TEST_R17, TEST_R18)
+DEV_TABLES = (DEV, TEST_R1, TEST_R2, TEST_R3, TEST_R4, TEST_R5, TEST_R6, TEST_R7, TEST_R8, TEST_R9, TEST_R10, TEST_R11, TEST_R12, TEST_R13, TEST_R14, TEST_R15, TEST_R16, TEST_R17, TEST_R18, TEST_R19)
 DEV_CHATTER = (CHATTER_DEV + CHATTER_TEST_R1 + CHATTER_TEST_R2 + CHATTER_TEST_R3 + CHATTER_TEST_R4 + CHATTER_TEST_R5
                + CHATTER_TEST_R6 + CHATTER_TEST_R7 + CHATTER_TEST_R8 + CHATTER_TEST_R9 + CHATTER_TEST_R10 + CHATTER_TEST_R11
-               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16 + CHATTER_TEST_R17 + CHATTER_TEST_R18)
+               + CHATTER_TEST_R12 + CHATTER_TEST_R13 + CHATTER_TEST_R14 + CHATTER_TEST_R15 + CHATTER_TEST_R16 + CHATTER_TEST_R17 + CHATTER_TEST_R18 + CHATTER_TEST_R19)
 
 
 def chatter(split: str) -> list[str]:

@@ -250,6 +250,15 @@ CASES = [
     ("pin", "es", "el código que me mandaron por SMS es 163781", ["163781"]),
     ("pin", "de", "der Garagencode ist 068038", ["068038"]),
     ("pin", "ru", "код от гаража 353182", ["353182"]),
+    # R19's misses: a clause or a name between the word and its copula, Russian `был`, `auth`
+    # ending a key's name, a pair and what it is for, a lock's combination
+    ("copula", "en", "okay so the password they gave us was North6973& but it expired", ["North6973&"]),
+    ("copula", "de", "das Passwort, das wir bekommen haben, war Qw3rty30!", ["Qw3rty30!"]),
+    ("copula", "ru", "пароль, который нам дали, был P@ssw0rd25$", ["P@ssw0rd25$"]),
+    ("passphrase", "fr", "la phrase de passe GPG est violet lantern copper window", ["violet lantern copper window"]),
+    ("config", "en", "REDIS_AUTH=5Rm--LJH", ["5Rm--LJH"]),
+    ("pair", "en", "jdoe65 / North1895% for the staging box", ["jdoe65", "North1895%"]),
+    ("pin", "es", "la combinación del candado es 046510", ["046510"]),
 ]
 
 # talk about passwords, code that handles them: nothing here may change
@@ -276,6 +285,10 @@ UNCHANGED = [
     "the admin password is something you set at install",
     "set -x PATH /usr/local/bin $PATH",
     "Chart: 2020 / 2021",
+    "the password you chose was too short",
+    "auth_url=https://id.example.com/v3",
+    "std::shared_ptr<Aws::Auth::AWSCredentialsProvider> provider;",
+    "AUTH_TYPE=basic",
     "비밀번호를 잊어버렸어요",
     "Забыли пароль?",
     "Use a strong passphrase for your key.",
