@@ -28,7 +28,7 @@ HANGUL_RUN = re.compile("[\uac00-\ud7a3]+")
 _PARTICLES = (
     "에게서 께서는 께서 에게 한테 이랑 이에요 입니다 이었다 이라고 라고 이다 이고 이며 이나 으로 처럼 보다 부터 까지 조차 마저 "
     "예요 이가 이는 이를 이의 이도 이와 은 는 이 가 을 를 의 께 와 과 도 만 랑 야 아 로 나 여 "
-    "에게는 한테는 에서는 으로는 에서 에는 에도 로는 로서 와의 과의 이란 란 이었던 였던 였다 이자 이며 에 등"
+    "에게는 한테는 에서는 으로는 에서 에는 에도 로는 로서 와의 과의 이란 란 이었던 였던 였다 이자 에 등"
 ).split()
 _TITLES = (  # after a name, a word of their own (박정희 대통령) or glued to a surname (김장관)
     "고객님 선생님 교수님 박사님 과장님 부장님 차장님 대리님 사장님 대표님 회장님 원장님 팀장님 실장님 이사님 "
@@ -36,7 +36,7 @@ _TITLES = (  # after a name, a word of their own (박정희 대통령) or glued 
     "회장 원장 팀장 실장 이사 주임 기자 의원 변호사 간호사 작가 감독 촬영감독 선수 대통령 장관 차관 총리 수상 영사 "
     "대사 의장 위원장 총장 총재 시장 지사 도지사 판사 검사 교사 시인 화가 신부 목사 스님 여사 선배 후배 코치 "
     "장군 일병 이병 상병 병장 하사 중사 상사 소위 중위 대위 소령 중령 대령 준장 소장 중장 대장 경사 경위 경감 경정 "
-    "형사 반장 별감 대감 영감 정승 판서 대군 공주 왕자 국왕 황제 후보 당선자 소장 이사장 수석 비서관 행정관 대변인 "
+    "형사 반장 별감 대감 영감 정승 판서 대군 공주 왕자 국왕 황제 후보 당선자 이사장 수석 비서관 행정관 대변인 "
     "사령관 주교 추기경 수녀 전도사 화백 배우 가수 대표이사 상무 전무 부사장 부회장 씨네 할머니 할아버지 아저씨 아주머니 "
     "아버지 어머니 아빠 엄마 부인 남편 아내 아들 누나 오빠 언니 동생"
 ).split()
@@ -59,6 +59,16 @@ _COMMON_START = 4.5  # 지정자, 한정자: a common word (지정) before a giv
 def _given_like(s: str) -> bool:
     syl = ko_given_syllables()
     return all(c in syl or c in _EXTRA_GIVEN for c in s)
+
+
+def _given_loose(s: str) -> bool:
+    """Could `s` be an unlisted given name: none of its syllables an ending or a particle's
+    (차림으로, 이르렀다, 장병들), and its last no suffix of a Sino-Korean noun (성리학, 구치소)?"""
+    return not any(c in _NEVER_GIVEN for c in s) and s[-1] not in _NOT_GIVEN_END
+
+
+_NEVER_GIVEN = frozenset("으을를는었였겠렀했됐졌웠봤습읍니께됩합갔왔났같듯려며들겼켰쳤셨텼뤄뤘냈랬잖죠요까데게고라다에있없찮되히")
+_NOT_GIVEN_END = frozenset("학소부구국회당실교계막식금관청장군간방집총대서문통단로류기하해적년점명함움세새감과측쪽동강책곡극차복날댁네발판")
 
 
 def _adnominal(stem: str) -> bool:
@@ -371,12 +381,3 @@ def korean_name_parts(name: str) -> list[str]:
     given = name[k:]
     return [given] if k and len(given) >= 2 and HANGUL_RUN.fullmatch(given) and not _word(given) else []
 
-
-def _given_loose(s: str) -> bool:
-    """Could `s` be an unlisted given name: none of its syllables an ending or a particle's
-    (차림으로, 이르렀다, 장병들), and its last no suffix of a Sino-Korean noun (성리학, 구치소)?"""
-    return not any(c in _NEVER_GIVEN for c in s) and s[-1] not in _NOT_GIVEN_END
-
-
-_NEVER_GIVEN = frozenset("으을를는었였겠렀했됐졌웠봤습읍니께됩합갔왔났같듯려며들겼켰쳤셨텼뤄뤘냈랬잖죠요까데게고라다에있없찮되히")
-_NOT_GIVEN_END = frozenset("학소부구국회당실교계막식금관청장군간방집총대서문통단로류기하해적년점명함움세새감과측쪽동강책곡극차복날댁네발판")

@@ -288,7 +288,7 @@ _NOT_SECRET_CODE = re.compile(
     r"(?:bar|quell|fehler|status|programm|maschinen|byte|qr|farb|länder|laender|zeichen|uni|op|shell|zip|post|"
     r"source|pseudo|error|exit|return|country|html|java|x|vs|en|de|trans|geo|area|region|sprach|iso|ansi|ascii|"
     r"morse|binär|binaer|objekt|object|micro|mikro|bytes|steuer|short|key|hash|char|leet|auto|time|colou?r|hex|re|pre|"
-    r"dis|gen|mnemo|machine|hdl|bit|op|tele|telefon|vor|wahl|lan|bank|swift|bic|sort|promo|rabatt|gutschein|voucher|"
+    r"dis|gen|mnemo|machine|hdl|bit|tele|telefon|vor|wahl|lan|bank|swift|bic|sort|promo|rabatt|gutschein|voucher|"
     r"coupon|discount|referral|invite|einladungs|dial)$")
 
 
@@ -641,6 +641,9 @@ _PIN_WORDS = re.compile(r"(?:[ \t]+[^\W\d_]{1,12}(?:-[^\W\d_]{1,12})?){1,4}[ \t]
 _OPENERS = frozenset(_OPEN)
 _NEXT_PARAM = re.compile(r"&(?=[A-Za-z_][\w.\-]*=)")
 # a word that names many codes (`error code 1234`): a one-time code only as six digits or more
+_BARE_CODE = frozenset(("code", "código", "codigo", "код", "codice", "kod", "kode"))
+
+
 @functools.cache
 def _code_clause() -> re.Pattern:
     """What may stand between a bare `code` and its digits on one line: a few words then a
@@ -653,8 +656,6 @@ def _code_clause() -> re.Pattern:
         + r"|[ \t]+" + alternation(grammar.get("preposition", [])) + r"(?:[ \t]+[^\W\d_]{1,12}){1,2})"
         r"[ \t]*[:：]?[ \t]+(?=\d)")
 
-
-_BARE_CODE = frozenset(("code", "código", "codigo", "код", "codice", "kod", "kode"))
 _SENTENCE_STOP = re.compile(r"[.!?。！？](?:\s|$)|[\n\x00]")
 
 
